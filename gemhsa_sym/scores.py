@@ -1,0 +1,64 @@
+"""Score functions f of attention, with one definition read two ways.
+
+Each score is a positive elementwise function f. The sampler applies it to
+numpy arrays; the Gaussian-equivalence coefficients (DESIGN §1.3) integrate
+its SymPy form against the Gaussian measure. Both readings come from the
+same :class:`Score` entry, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+__all__ = ["Score", "SCORES", "get_score"]
+
+
+@dataclass(frozen=True)
+class Score:
+    """A positive elementwise score function f(s).
+
+    ``symbolic`` maps a SymPy expression to f of it; ``numeric`` maps a
+    float array to f of it elementwise. ``shift_invariant`` is True when
+    row normalisation of f(s) is unchanged by subtracting the row maximum
+    (f = exp), which the sampler uses for numerical stability.
+    """
+
+    name: str
+    symbolic: Callable[[sp.Expr], sp.Expr]
+    numeric: Callable[[np.ndarray], np.ndarray]
+    shift_invariant: bool = False
+
+
+def _sigmoid(s: np.ndarray) -> np.ndarray:
+    """Logistic sigmoid, evaluated without overflow."""
+    out = np.empty_like(s)
+    pos = s >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-s[pos]))
+    e = np.exp(s[~pos])
+    out[~pos] = e / (1.0 + e)
+    return out
+
+
+SCORES: dict[str, Score] = {
+    "softmax": Score("softmax", sp.exp, np.exp, shift_invariant=True),
+    "exp": Score("exp", sp.exp, np.exp, shift_invariant=True),
+    "sigmoid": Score("sigmoid", lambda s: 1 / (1 + sp.exp(-s)), _sigmoid),
+    "relu": Score("relu", lambda s: sp.Max(s, 0), lambda s: np.maximum(s, 0.0)),
+    "softplus": Score("softplus", lambda s: sp.log(1 + sp.exp(s)), lambda s: np.logaddexp(0.0, s)),
+    "square": Score("square", lambda s: s**2, np.square),
+    "quadratic": Score("quadratic", lambda s: 1 + s + s**2 / 2, lambda s: 1.0 + s + 0.5 * s * s),
+}
+
+
+def get_score(name: str) -> Score:
+    """The registered score called ``name``; ValueError naming the choices otherwise."""
+    try:
+        return SCORES[name]
+    except KeyError:
+        raise ValueError(
+            f"score: unknown score function {name!r}; choose one of {', '.join(sorted(SCORES))}"
+        ) from None
