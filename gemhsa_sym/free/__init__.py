@@ -1,0 +1,17 @@
+"""Free-probability engine: limiting singular-value laws of polynomials in rectangular Gaussian matrices.
+
+>>> from gemhsa_sym.free import Dim, Gaussian, spectral_law
+>>> n, d = Dim("n"), Dim("d")
+>>> law = spectral_law(Gaussian("X", n, d), {n: 1, d: 2})   # Marchenko–Pastur
+"""
+
+from .continuation import BranchError
+from .law import Atom, Edge, SpectralLaw, spectral_law
+from .matrices import Dim, Gaussian, ShapeMismatch
+from .pencil import Pencil, linearise
+from .system import W, DysonSystem, dyson_system
+
+__all__ = [
+    "Atom", "BranchError", "Dim", "DysonSystem", "Edge", "Gaussian", "Pencil", "ShapeMismatch",
+    "SpectralLaw", "W", "dyson_system", "linearise", "spectral_law",
+]

@@ -1,0 +1,158 @@
+"""Drivers: Newton with tolerances, and continuation of the physical branch.
+
+The physical solution is the one with g_tt = m(w) ~ 1/w at infinity
+(DESIGN §1.5). It is analytic in the upper half plane, so following it along
+a path inside that half plane by Newton steps small enough to stay in the
+basin of the previous point never changes branch. Every target w = x + iy
+is reached from x + i*top (where a fixed-point iteration started from
+M^{-1} at g = 0 converges to the branch) by geometric descent of the
+imaginary part; a step whose Newton iteration does not converge quickly is
+split in two. Real targets (y = 0) are reached from y = floor by one last
+Newton solve at y = 0; every accepted point is then checked: converged,
+continuous with the point above it, and Herglotz (Im m <= 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .numeric import DOUBLE, NumericSystem, newton_iterates
+
+__all__ = ["BranchError", "Branch", "newton_solve", "follow_branch"]
+
+#: Ratio between successive imaginary parts on the descent.
+DESCENT_RATIO = 0.2
+#: Deepest halving of one descent step before a point is declared failed.
+MAX_SPLITS = 12
+
+
+class BranchError(RuntimeError):
+    """The physical branch could not be followed or verified at some points."""
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Solutions g at targets w; ``ok`` is False where verification failed."""
+
+    w: np.ndarray
+    g: np.ndarray
+    ok: np.ndarray
+    output: int
+
+    @property
+    def m(self) -> np.ndarray:
+        """The Stieltjes transform m(w) = g_tt."""
+        return self.g[:, self.output]
+
+
+def newton_solve(
+    system: NumericSystem,
+    w: np.ndarray,
+    g0: np.ndarray,
+    tol: float,
+    maxit: int = 30,
+    first_step: float | None = None,
+    residual_tol: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Newton from g0 at each w; ok where the step fell below tol*(1+|g|) within maxit.
+
+    With ``first_step``, a point whose first Newton step exceeds first_step*(1+|g0|)
+    is rejected: it was not in the basin of the previous point (continuity check).
+    With ``residual_tol``, a point whose residual fell below residual_tol*(1+|g|)
+    also counts as converged: near a double root (a support edge) the step
+    stagnates at about the square root of the working precision.
+    """
+    be = system.backend
+    g = g0.copy()
+    ok = np.zeros(len(w), dtype=bool)
+    active = np.arange(len(w))
+    scale0 = 1 + np.max(be.abs(g0), axis=-1).astype(float) if g0.shape[-1] else np.ones(len(w))
+    it = 0
+    while active.size and it < maxit:
+        gi, step, resid = next(newton_iterates(system, w[active], g[active]))
+        step, resid = step.astype(float), resid.astype(float)
+        finite = np.all(np.isfinite(gi.astype(complex)), axis=-1)
+        if it == 0 and first_step is not None:
+            finite &= step <= first_step * scale0[active]
+        g[active[finite]] = gi[finite]
+        size = 1 + np.max(be.abs(gi), axis=-1).astype(float) if gi.shape[-1] else np.ones(len(active))
+        done = finite & ((step <= tol * size) | (resid <= residual_tol * size))
+        ok[active[done]] = True
+        active = active[finite & ~done]
+        it += 1
+    if be is DOUBLE and np.any(ok):  # one more step at machine precision
+        idx = np.nonzero(ok)[0]
+        gi, _, _ = next(newton_iterates(system, w[idx], g[idx]))
+        good = np.all(np.isfinite(gi), axis=-1)
+        g[idx[good]] = gi[good]
+    return g, ok
+
+
+def _fixed_point_start(system: NumericSystem, w: np.ndarray, tol: float) -> np.ndarray:
+    """Iterate g <- R(g, w) from g = 0 at large |w|, then polish with Newton."""
+    be = system.backend
+    g = be.array(np.zeros((len(w), system.size)))
+    for _ in range(200):
+        new = system.readout(w, g)
+        delta = np.max(be.abs(new - g), axis=-1).astype(float)
+        g = new
+        if np.all(delta < 1e-6 * (1 + np.max(be.abs(g), axis=-1).astype(float))):
+            break
+    g, ok = newton_solve(system, w, g, tol)
+    if not np.all(ok):
+        raise BranchError("the fixed-point start at large |w| did not converge; the system may be singular")
+    return g
+
+
+def _descend(system: NumericSystem, x: np.ndarray, y_from: np.ndarray, y_to: np.ndarray, g: np.ndarray, tol: float, depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """One descent step from x + i y_from to x + i y_to, split in two where Newton fails."""
+    g_new, ok = newton_solve(system, x + 1j * y_to, g, tol, maxit=12, first_step=0.5, residual_tol=1e-14)
+    bad = np.nonzero(~ok)[0]
+    if bad.size and depth < MAX_SPLITS:
+        mid = np.sqrt(y_from[bad] * y_to[bad])
+        g_mid, ok_mid = _descend(system, x[bad], y_from[bad], mid, g[bad], tol, depth + 1)
+        g_end, ok_end = _descend(system, x[bad], mid, y_to[bad], g_mid, tol, depth + 1)
+        g_new[bad] = g_end
+        ok[bad] = ok_mid & ok_end
+    return g_new, ok
+
+
+def follow_branch(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float = 1e-12) -> Branch:
+    """The physical solution at targets w with Im w >= 0, by descent from Re w + i*top (double).
+
+    Targets with Im w below ``floor`` (a number or one per target) are solved
+    at Im w = floor first, then by one Newton solve at their own Im w (which
+    may be 0), accepted only if the solution moved continuously (DESIGN §1.5
+    pitfalls: never a cold start near the real axis).
+    """
+    if system.backend is not DOUBLE:
+        raise TypeError("follow_branch runs in double precision; refine its result with mpmath")
+    w = np.atleast_1d(np.asarray(w, dtype=complex))
+    if w.ndim != 1:
+        raise ValueError("w: expected a one-dimensional array of targets")
+    re, im = w.real.copy(), w.imag.copy()
+    if np.any(im < 0):
+        raise ValueError("w: targets must lie in the closed upper half plane (use conjugation below it)")
+    stop = np.maximum(im, floor)
+    y = np.maximum(top, im)
+    g = _fixed_point_start(system, re + 1j * y, tol)
+    ok = np.ones(len(w), dtype=bool)
+    while True:
+        active = np.nonzero(y > stop)[0]
+        if not active.size:
+            break
+        nxt = np.maximum(y[active] * DESCENT_RATIO, stop[active])
+        g_act, ok_act = _descend(system, re[active], y[active], nxt, g[active], tol)
+        g[active] = g_act
+        ok[active] &= ok_act
+        y[active] = np.where(ok_act, nxt, stop[active])  # failed points stop descending
+    final = np.nonzero(im < stop)[0]
+    if final.size:
+        g_fin, ok_fin = newton_solve(system, w[final], g[final], tol, maxit=60, first_step=1e-3, residual_tol=1e-14)
+        g[final] = np.where(ok_fin[:, None], g_fin, g[final])
+        ok[final] &= ok_fin
+    m = g[:, system.output]
+    ok &= m.imag <= 1e-7 * (1 + np.abs(m))  # Herglotz: Im m(w) <= 0 for Im w >= 0
+    return Branch(w=w, g=g, ok=ok, output=system.output)

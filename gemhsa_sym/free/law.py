@@ -1,0 +1,445 @@
+"""The limiting law of the eigenvalues of Y^T Y for a polynomial Y in Gaussian matrices.
+
+``spectral_law(Y, ratios)`` linearises Y, writes and reduces its Dyson
+system, and answers questions about the law of Y^T Y (q x q, q the number
+of columns of Y, zero eigenvalues included): the Stieltjes transform
+m(w) = (1/q) tr (w - Y^T Y)^{-1} (DESIGN §1.4 step 4), the density
+-Im m(x + i0)/pi, the atom at zero, support edges, CDF, quantiles, moments,
+and finite samples of the same matrices for Monte Carlo checks.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import mpmath
+import numpy as np
+import sympy as sp
+from numpy.polynomial import Chebyshev
+from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
+
+from .continuation import BranchError, follow_branch, newton_solve
+from .matrices import Dim, Gaussian, gaussians_of
+from .numeric import DOUBLE, MP, NumericSystem
+from .pencil import Pencil, linearise
+from .reductions import reduce_system
+from .system import DysonSystem, dyson_system
+
+__all__ = ["Atom", "Edge", "SpectralLaw", "spectral_law"]
+
+#: Points of the graded grid used to locate the support.
+SCAN_POINTS = 1500
+#: Density below this fraction of its maximum counts as outside the support on the scan.
+SUPPORT_THRESHOLD = 1e-8
+
+
+@dataclass(frozen=True)
+class Atom:
+    """A point mass; ``exact`` is a rational when the numeric mass was identified with one."""
+
+    location: float
+    mass: float
+    error: float
+    exact: sp.Rational | None = None
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A support edge: ``side`` is 'lower' or 'upper'; ``hard`` for an edge at 0 where the density diverges."""
+
+    location: mpmath.mpf
+    side: str
+    hard: bool = False
+
+    def __float__(self) -> float:
+        return float(self.location)
+
+
+def _to_float(expr: Any, values: Mapping[sp.Symbol, Any]) -> float:
+    e = sp.sympify(expr).subs(values) if values else sp.sympify(expr)
+    if e.free_symbols:
+        raise ValueError(f"parameters: no value given for {', '.join(sorted(map(str, e.free_symbols)))}")
+    return float(e)
+
+
+def _norm_bound(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any]) -> float:
+    """||Y|| <= sum over monomials |c| prod sqrt(s)(sqrt(a_rows) + sqrt(a_cols)) (limit of Bai–Yin)."""
+    alpha = {str(d): _to_float(v, values) for d, v in ratios.items()}
+    expanded = polynomial.doit().expand()
+    terms = expanded.args if isinstance(expanded, MatAdd) else (expanded,)
+    total = 0.0
+    for term in terms:
+        if isinstance(term, MatMul):
+            c, mats = term.as_coeff_matrices()
+        else:
+            c, mats = sp.S.One, [term]
+        prod = abs(_to_float(c, values))
+        for mat in mats:
+            g = mat.arg if isinstance(mat, Transpose) else mat
+            if isinstance(g, Gaussian):
+                prod *= np.sqrt(_to_float(g.scale, values)) * (np.sqrt(alpha[str(g.rows)]) + np.sqrt(alpha[str(g.cols)]))
+        total += prod
+    return total
+
+
+class SpectralLaw:
+    """Limiting law of the eigenvalues of Y^T Y (module docstring)."""
+
+    def __init__(self, polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any] | None = None, reduce: bool = True) -> None:
+        self.polynomial = polynomial
+        self.ratios = {d: sp.sympify(v) for d, v in ratios.items()}
+        for d, v in self.ratios.items():
+            if v.is_positive is False:
+                raise ValueError(f"ratios: the ratio of {d} must be positive, got {v}")
+        self.values = {sp.Symbol(str(k)) if isinstance(k, str) else k: sp.sympify(v) for k, v in (values or {}).items()}
+        self.pencil: Pencil = linearise(polynomial)
+        self.pencil.check()
+        full = dyson_system(self.pencil, self.ratios)
+        self.scale = _norm_bound(polynomial, self.ratios, self.values) ** 2
+        self.system: DysonSystem = reduce_system(full, self.values, self.scale) if reduce else full
+        self._top = 8.0 * self.scale + 8.0
+        self._floor = 1e-13 * self.scale
+
+    @property
+    def equations(self) -> DysonSystem:
+        """The reduced Dyson system: prints readably; ``sympy.latex`` gives LaTeX."""
+        return self.system
+
+    @property
+    def q(self) -> Dim:
+        """The dimension of Y^T Y."""
+        return self.polynomial.cols
+
+    def __repr__(self) -> str:
+        return f"SpectralLaw(Y = {self.polynomial}, ratios = {dict((str(k), v) for k, v in self.ratios.items())})"
+
+    @functools.cached_property
+    def _double(self) -> NumericSystem:
+        return NumericSystem.build(self.system, self.values, DOUBLE)
+
+    def _mp(self, dps: int) -> NumericSystem:
+        with mpmath.workdps(dps):
+            return NumericSystem.build(self.system, self.values, MP)
+
+    # ---- Stieltjes transform and density -------------------------------------------------
+    def _branch(self, w: np.ndarray) -> np.ndarray:
+        """Solutions g (P, m) at w (upper half plane by conjugation), verified or BranchError."""
+        w = np.atleast_1d(np.asarray(w, dtype=complex))
+        lower = w.imag < 0
+        target = np.where(lower, w.conj(), w)
+        floor = self._floor * np.minimum(1.0, (np.abs(target.real) / self.scale) ** 2 + 1e-12)
+        br = follow_branch(self._double, target, top=self._top, floor=floor)
+        if not np.all(br.ok):
+            bad = target[~br.ok]
+            raise BranchError(f"the physical branch failed verification at {bad.size} point(s), e.g. w = {bad[:3]}")
+        return np.where(lower[:, None], br.g.conj(), br.g)
+
+    def _refine(self, w: complex | mpmath.mpc, g0: np.ndarray, dps: int) -> np.ndarray:
+        """mpmath Newton at w from a double solution g0 on the branch; verified continuity."""
+        with mpmath.workdps(dps + 10):
+            num = self._mp(dps + 10)
+            wa = np.array([mpmath.mpmathify(w)], dtype=object)
+            ga = MP.array(g0[None, :])
+            g, ok = newton_solve(num, wa, ga, tol=float(mpmath.mpf(10) ** (-dps - 3)), maxit=80)
+            drift = max(abs(complex(a) - b) for a, b in zip(g[0], g0))
+            if not ok[0] or drift > 1e-6 * (1 + np.max(np.abs(g0))):
+                raise BranchError(f"mpmath refinement at w = {w} left the branch (drift {drift:.2e})")
+            return g[0]
+
+    def stieltjes(self, w: Any, dps: int | None = None) -> Any:
+        """m(w) = (1/q) tr (w - Y^T Y)^{-1}; on the real axis the limit from above.
+
+        Double precision for arrays; with ``dps``, an mpmath number (or object array).
+        """
+        if dps is None:
+            w_arr = np.asarray(w, dtype=complex)
+            m = self._branch(w_arr.ravel())[:, self._double.output]
+            return m.reshape(w_arr.shape) if w_arr.ndim else complex(m[0])
+        ws = np.atleast_1d(np.asarray(w, dtype=object))
+        out = []
+        for z in ws:
+            z = mpmath.mpmathify(z)
+            conj = z.imag < 0
+            zz = mpmath.conj(z) if conj else z
+            g0 = self._branch(np.array([complex(zz)]))[0]
+            m = self._refine(zz, g0, dps)[self._double.output]
+            with mpmath.workdps(dps):
+                out.append(+(mpmath.conj(m) if conj else m))
+        return out[0] if np.ndim(w) == 0 else np.array(out, dtype=object)
+
+    def density(self, x: Any, dps: int | None = None) -> Any:
+        """-Im m(x + i0)/pi, for real x (array in double, or mpmath at ``dps``)."""
+        if dps is None:
+            xa = np.asarray(x, dtype=float)
+            m = self.stieltjes(xa.astype(complex))
+            return np.maximum(-np.imag(m) / np.pi, 0.0)
+        m = self.stieltjes(x, dps=dps)
+        with mpmath.workdps(dps):
+            if np.ndim(x) == 0:
+                return -mpmath.im(m) / mpmath.pi
+            return np.array([-mpmath.im(v) / mpmath.pi for v in m], dtype=object)
+
+    # ---- atoms, support, edges ----------------------------------------------------------
+    @functools.cached_property
+    def _atom_zero(self) -> Atom | None:
+        """mu({0}) = lim_{y->0} Re(iy m(iy)), double down to 1e-12, mpmath below when needed."""
+        ys = self.scale * 10.0 ** -np.arange(2, 13)
+        m = self.stieltjes(1j * ys)
+        a = np.real(1j * ys * m)
+        if abs(a[-1] - a[-2]) < 1e-10:
+            mass, err = float(a[-1]), float(abs(a[-1] - a[-2]))
+        else:
+            dps = 50
+            g = self._branch(np.array([1j * ys[-1]]))[0]
+            with mpmath.workdps(dps + 10):
+                num = self._mp(dps + 10)
+                est = []
+                for k in range(13, 61):
+                    w = mpmath.mpc(0, mpmath.mpf(self.scale) * mpmath.mpf(10) ** (-k))
+                    gn, ok = newton_solve(num, np.array([w], dtype=object), MP.array(g[None, :]) if k == 13 else g, tol=1e-40, maxit=60, first_step=2.0)
+                    if not ok[0]:
+                        raise BranchError(f"atom at zero: continuation failed at w = {w}")
+                    g = gn
+                    est.append(float(mpmath.re(w * g[0][self._double.output])))
+            mass, err = est[-1], abs(est[-1] - est[-6])
+        if mass < 1e-8:
+            return None
+        frac = Fraction(mass).limit_denominator(10_000)
+        exact = sp.Rational(frac.numerator, frac.denominator) if abs(float(frac) - mass) <= max(10 * err, 1e-12) else None
+        return Atom(0.0, mass, err, exact)
+
+    def atoms(self) -> list[Atom]:
+        """Point masses of the law (at zero when Y^T Y is rank deficient)."""
+        return [self._atom_zero] if self._atom_zero is not None else []
+
+    @functools.cached_property
+    def _scan(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Density and solutions on a grid graded towards 0, up to the norm bound."""
+        x = 1.02 * self.scale * (np.arange(1, SCAN_POINTS + 1) / SCAN_POINTS) ** 2
+        g = self._branch(x.astype(complex))
+        rho = np.maximum(-g[:, self._double.output].imag / np.pi, 0.0)
+        return x, rho, g
+
+    @functools.cached_property
+    def _intervals(self) -> list[tuple[int, int, bool]]:
+        """Runs (first, last) of scan points inside the support; flag True when the run touches 0."""
+        x, rho, _ = self._scan
+        inside = rho > SUPPORT_THRESHOLD * rho.max()
+        runs, start = [], None
+        for i, flag in enumerate(inside):
+            if flag and start is None:
+                start = i
+            if not flag and start is not None:
+                runs.append((start, i - 1))
+                start = None
+        if start is not None:
+            raise BranchError("the density does not vanish at the norm bound: the scan range is wrong")
+        hard = bool(runs and runs[0][0] == 0 and self.density(np.array([x[0] * 1e-6]))[0] > SUPPORT_THRESHOLD * rho.max())
+        return [(a, b, hard and k == 0) for k, (a, b) in enumerate(runs)]
+
+    def support(self) -> list[tuple[float, float]]:
+        """Support intervals of the continuous part, edges in double precision."""
+        return [(float(lo.location), float(hi.location)) for lo, hi in zip(self.edges(dps=16)[::2], self.edges(dps=16)[1::2])]
+
+    def _fold_curve(self, num: NumericSystem, g: list, x: Any, tol: Any) -> Any:
+        """dx/dm along the real solution curve parametrised by m = g_tt (see :meth:`_fold`)."""
+        out, size = num.output, num.size
+        rest = [j for j in range(size) if j != out]
+        real = (lambda v: v.real) if num.backend is DOUBLE else (lambda v: mpmath.re(v))
+
+        def dx_dm(m: Any) -> Any:
+            gg, xx = list(g[0]), x[0]
+            gg[out] = m
+            for _ in range(60):
+                ga = num.backend.array(np.array([gg], dtype=object))
+                wa = num.backend.array(np.array([xx], dtype=object))
+                F, J = num.residual_jacobian(wa, ga)
+                Fx = num.dF_dw(wa, ga)
+                A = [[real(J[0][i][j]) for j in rest] + [real(Fx[0][i])] for i in range(size)]
+                if num.backend is DOUBLE:
+                    delta = np.linalg.solve(np.array(A), np.real(F[0]))
+                    done = np.max(np.abs(delta)) < tol * (1 + abs(xx))
+                else:
+                    delta = mpmath.lu_solve(mpmath.matrix(A), mpmath.matrix([real(v) for v in F[0]]))
+                    done = mpmath.norm(delta, mpmath.inf) < tol * (1 + abs(xx))
+                for k, j in enumerate(rest):
+                    gg[j] -= delta[k]
+                xx -= delta[size - 1]
+                if done:
+                    break
+            else:
+                raise BranchError(f"edge refinement: no real solution of the system near m = {m}")
+            g[0], x[0] = gg, xx
+            rhs = [-real(J[0][i][out]) for i in range(size)]
+            sol = np.linalg.solve(np.array(A), np.array(rhs)) if num.backend is DOUBLE else mpmath.lu_solve(mpmath.matrix(A), mpmath.matrix(rhs))
+            return sol[size - 1]
+
+        return dx_dm
+
+    def _fold(self, x_out: float, g_out: np.ndarray, x_in: float, dps: int) -> mpmath.mpf:
+        """The edge near x_out: the extremum of x(m) on the real solution curve (a fold).
+
+        With m = g_tt as the parameter, F(g, x) = 0 is solved for (g_rest, x);
+        at an edge dx/dm = 0. The secant method on dx/dm (from implicit
+        differentiation) finds it, first in double precision, then at ``dps``.
+        """
+        out = self._double.output
+        g, x = [[float(v.real) for v in g_out]], [float(x_out)]
+        curve = self._fold_curve(self._double, g, x, 1e-15)
+        m0 = g[0][out]
+        m1 = m0 - 0.5 * (x_out - x_in) / curve(m0)
+        with mpmath.workdps(15):
+            m_star = mpmath.findroot(curve, (m0, m1), solver="secant", tol=1e-28, verify=False, maxsteps=100)
+        curve(float(m_star))
+        if abs(x[0] - x_out) > 2 * abs(x_out - x_in) + 1e-12:
+            raise BranchError(f"edge refinement near x = {x_out} converged to a distant fold at {x[0]}")
+        with mpmath.workdps(dps + 15):
+            num = self._mp(dps + 15)
+            g = [[mpmath.mpf(v) for v in g[0]]]
+            x = [mpmath.mpf(x[0])]
+            tol = mpmath.mpf(10) ** (-(dps + 10))
+            curve = self._fold_curve(num, g, x, tol)
+            m0 = g[0][out]
+            m_star = mpmath.findroot(curve, (m0, m0 * (1 + mpmath.mpf(10) ** -8)), solver="secant", tol=tol**2, verify=False, maxsteps=100)
+            curve(m_star)
+            return +x[0]
+
+    @functools.lru_cache(maxsize=8)
+    def edges(self, dps: int = 30) -> list[Edge]:
+        """Support edges in increasing order, lower and upper alternating, to ``dps`` digits."""
+        x, _, g = self._scan
+        found: list[Edge] = []
+        for a, b, hard in self._intervals:
+            if hard:
+                found.append(Edge(mpmath.mpf(0), "lower", hard=True))
+            elif a == 0:
+                raise NotImplementedError("a soft lower edge below the first scan point is not resolved")
+            else:
+                with mpmath.workdps(dps):
+                    found.append(Edge(+self._fold(x[a - 1], g[a - 1], x[a], dps), "lower"))
+            with mpmath.workdps(dps):
+                found.append(Edge(+self._fold(x[b + 1], g[b + 1], x[b], dps), "upper"))
+        return found
+
+    # ---- integrals: mass, CDF, quantiles, moments ---------------------------------------
+    @functools.cached_property
+    def _pieces(self) -> list[tuple[float, float, bool, Chebyshev]]:
+        """Per support interval, the antiderivative of rho(x(theta)) x'(theta) on [0, pi].
+
+        x(theta) = a + (b - a) ((1 - cos theta)/2)^p: p = 1 removes square-root
+        edges, p = 3 also the x^{-1/2} and x^{-2/3} divergences of a hard edge at 0.
+        """
+        pieces = []
+        edges = self.edges(dps=16)
+        for lo, hi in zip(edges[::2], edges[1::2]):
+            a, b, p = float(lo.location), float(hi.location), 3 if lo.hard else 1
+
+            def f(theta: np.ndarray, a: float = a, b: float = b, p: int = p) -> np.ndarray:
+                s = (1 - np.cos(theta)) / 2
+                xx = a + (b - a) * s**p
+                dx = (b - a) * p * s ** (p - 1) * np.sin(theta) / 2
+                inner = (xx > a) & (xx < b)
+                out = np.zeros_like(theta)
+                out[inner] = self.density(xx[inner]) * dx[inner]
+                return out
+
+            pieces.append((a, b, lo.hard, Chebyshev.interpolate(f, 256, domain=[0, np.pi]).integ(lbnd=0)))
+        return pieces
+
+    def mass(self) -> float:
+        """Total mass: atoms plus the integral of the density (1 for a verified law)."""
+        return sum(a.mass for a in self.atoms()) + sum(float(F(np.pi)) for *_, F in self._pieces)
+
+    def cdf(self, x: Any) -> Any:
+        """P(lambda <= x), from the atoms and the spectral integral of the density."""
+        xa = np.asarray(x, dtype=float)
+        out = np.zeros_like(xa, dtype=float)
+        for atom in self.atoms():
+            out += atom.mass * (xa >= atom.location)
+        for a, b, hard, F in self._pieces:
+            p = 3 if hard else 1
+            s = np.clip((np.clip(xa, a, b) - a) / (b - a), 0, 1) ** (1 / p)
+            out += F(np.arccos(1 - 2 * s))
+        return out if out.ndim else float(out)
+
+    def quantile(self, q: Any) -> Any:
+        """The smallest x with cdf(x) >= q (bisection on the monotone CDF)."""
+        qa = np.asarray(q, dtype=float)
+        if np.any((qa < 0) | (qa > 1)):
+            raise ValueError("q: quantile levels must lie in [0, 1]")
+        lo = np.zeros_like(qa)
+        hi = np.full_like(qa, float(self.edges(dps=16)[-1].location) if self.edges(dps=16) else 0.0)
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            below = self.cdf(mid) < qa
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        return hi if hi.ndim else float(hi)
+
+    def moments(self, k: int, points: int = 512) -> np.ndarray:
+        """mu_1..mu_k by the trapezoidal rule on a circle enclosing the support.
+
+        mu_j = (1/2 pi i) oint w^j m(w) dw; on |w| = R the rule converges like
+        (edge/R)^points (m is analytic outside the support).
+        """
+        if k < 1:
+            raise ValueError("k: need at least one moment")
+        edges = self.edges(dps=16)
+        radius = 1.25 * float(edges[-1].location) if edges else 1.0
+        theta = np.pi * (np.arange(points // 2) + 0.5) / (points // 2)
+        w = radius * np.exp(1j * theta)
+        m = self.stieltjes(w)
+        j = np.arange(1, k + 1)[:, None]
+        # upper and lower half circles: the lower half is the conjugate.
+        return np.real(np.sum(w[None, :] ** (j + 1) * m[None, :], axis=1)) / (points // 2)
+
+    # ---- Monte Carlo --------------------------------------------------------------------
+    def sample(self, N: int, seed: int = 0, draws: int = 1) -> np.ndarray:
+        """Eigenvalues of Y^T Y for finite Gaussian matrices at sizes ratio*N (one row per draw)."""
+        sizes = {}
+        for d, v in self.ratios.items():
+            s = _to_float(v, self.values) * N
+            if abs(s - round(s)) > 1e-9 or round(s) < 1:
+                raise ValueError(f"N: ratio * N must be a positive integer for {d}; {N} gives {s}")
+            sizes[str(d)] = int(round(s))
+        mats = gaussians_of(self.polynomial)
+        out = []
+        for child in np.random.SeedSequence(seed).spawn(draws):
+            rng = np.random.default_rng(child)
+            real = {
+                g: rng.standard_normal((sizes[str(g.rows)], sizes[str(g.cols)])) * np.sqrt(_to_float(g.scale, self.values) / N)
+                for g in mats
+            }
+            Y = _evaluate(self.polynomial, real, sizes, self.values)
+            q = Y.shape[1]
+            gram = Y.T @ Y if Y.shape[0] >= q else Y @ Y.T
+            ev = np.linalg.eigvalsh(gram)
+            out.append(np.sort(np.concatenate([np.zeros(q - ev.size), ev])))
+        return np.array(out)
+
+
+def _evaluate(expr: MatrixExpr, real: Mapping[Gaussian, np.ndarray], sizes: Mapping[str, int], values: Mapping[sp.Symbol, Any]) -> np.ndarray:
+    """A numpy realisation of a polynomial from realisations of its Gaussians."""
+    if isinstance(expr, Gaussian):
+        return real[expr]
+    if isinstance(expr, Transpose):
+        return _evaluate(expr.arg, real, sizes, values).T
+    if isinstance(expr, MatAdd):
+        return sum(_evaluate(a, real, sizes, values) for a in expr.args)
+    if isinstance(expr, MatMul):
+        c, mats = expr.as_coeff_matrices()
+        out = _evaluate(mats[0], real, sizes, values)
+        for m in mats[1:]:
+            out = out @ _evaluate(m, real, sizes, values)
+        return _to_float(c, values) * out
+    if isinstance(expr, sp.Identity):
+        return np.eye(sizes[str(expr.rows)])
+    raise NotImplementedError(f"cannot evaluate {expr}")
+
+
+def spectral_law(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any] | None = None) -> SpectralLaw:
+    """The limiting law of the eigenvalues of Y^T Y; ratios give each Dim's size / N."""
+    return SpectralLaw(polynomial, ratios, values)

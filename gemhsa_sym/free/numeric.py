@@ -1,0 +1,193 @@
+"""Numeric form of a Dyson system and Newton iterates, in two back ends.
+
+The system g = R(g, w) with R(g, w)_j = sum T_j[ab] (M_sector(g, w)^{-1})_ab
+(see :mod:`.system`) is solved by Newton's method on F(g) = g - R(g, w), with
+the exact Jacobian dF/dg_j = e_j + T . (M^{-1} C_j M^{-1}) since M is affine
+in g. One algorithm, two array back ends: complex128 batched over many w at
+once, and numpy object arrays of mpmath numbers for any precision (the
+caller holds ``mpmath.workdps``). The iterator only yields iterates; the
+drivers in :mod:`.continuation` own tolerances and verification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .system import DysonSystem
+
+__all__ = ["Backend", "DOUBLE", "MP", "NumericSystem", "newton_iterates"]
+
+
+class Backend(Protocol):
+    """Array operations the Newton iteration needs."""
+
+    def array(self, values: np.ndarray) -> np.ndarray: ...
+    def inv(self, M: np.ndarray) -> np.ndarray: ...
+    def solve(self, J: np.ndarray, F: np.ndarray) -> np.ndarray: ...
+    def abs(self, x: np.ndarray) -> np.ndarray: ...
+
+
+class _Double:
+    """complex128, batched over the leading axis."""
+
+    name = "double"
+
+    def array(self, values: np.ndarray) -> np.ndarray:
+        return np.asarray(values, dtype=complex)
+
+    def inv(self, M: np.ndarray) -> np.ndarray:
+        return np.linalg.inv(M)
+
+    def solve(self, J: np.ndarray, F: np.ndarray) -> np.ndarray:
+        return np.linalg.solve(J, F[..., None])[..., 0]
+
+    def abs(self, x: np.ndarray) -> np.ndarray:
+        return np.abs(x)
+
+
+class _Multiprecision:
+    """Object arrays of mpmath numbers at the caller's working precision."""
+
+    name = "mpmath"
+
+    def array(self, values: np.ndarray) -> np.ndarray:
+        vals = np.asarray(values, dtype=object)
+        return np.vectorize(mpmath.mpmathify, otypes=[object])(vals) if vals.size else vals
+
+    def inv(self, M: np.ndarray) -> np.ndarray:
+        out = np.empty_like(M)
+        for idx in np.ndindex(M.shape[:-2]):
+            out[idx] = np.array(mpmath.inverse(mpmath.matrix(M[idx].tolist())).tolist(), dtype=object)
+        return out
+
+    def solve(self, J: np.ndarray, F: np.ndarray) -> np.ndarray:
+        out = np.empty_like(F)
+        for idx in np.ndindex(F.shape[:-1]):
+            x = mpmath.lu_solve(mpmath.matrix(J[idx].tolist()), mpmath.matrix(F[idx].tolist()))
+            out[idx] = np.array([x[i] for i in range(F.shape[-1])], dtype=object)
+        return out
+
+    def abs(self, x: np.ndarray) -> np.ndarray:
+        return np.vectorize(abs, otypes=[object])(x)
+
+
+DOUBLE: Backend = _Double()
+MP: Backend = _Multiprecision()
+
+
+def _number(expr: sp.Expr, values: Mapping[sp.Symbol, object], backend: Backend) -> object:
+    """A coefficient with the parameter values substituted, as a backend scalar."""
+    e = sp.sympify(expr).subs(values) if values else sp.sympify(expr)
+    if e.free_symbols:
+        raise ValueError(f"parameters: no value given for {', '.join(sorted(map(str, e.free_symbols)))}")
+    if backend is DOUBLE:
+        return complex(e)
+    return mpmath.mpmathify(sp.N(e, mpmath.mp.dps + 5))
+
+
+@dataclass(frozen=True)
+class NumericSystem:
+    """Arrays A, E, C, T per sector: M = A + w E + sum_j g_j C_j, g_j = sum T_j * M^{-1}."""
+
+    A: tuple[np.ndarray, ...]
+    E: tuple[np.ndarray, ...]
+    C: tuple[np.ndarray, ...]
+    T: tuple[np.ndarray, ...]
+    output: int
+    backend: Backend
+
+    @classmethod
+    def build(cls, system: DysonSystem, values: Mapping[sp.Symbol, object], backend: Backend) -> "NumericSystem":
+        """Substitute parameter values into a symbolic system."""
+        index = {g: j for j, g in enumerate(system.unknowns)}
+        m = len(system.unknowns)
+        zero = 0j if backend is DOUBLE else mpmath.mpf(0)
+        dtype = complex if backend is DOUBLE else object
+        A, E, C, T = [], [], [], []
+        cache: dict[sp.Expr, object] = {}
+
+        def num(e: sp.Expr) -> object:
+            if e not in cache:
+                cache[e] = _number(e, values, backend)
+            return cache[e]
+
+        for sec in system.sectors:
+            k = sec.size
+            a = np.full((k, k), zero, dtype=dtype)
+            e = np.full((k, k), zero, dtype=dtype)
+            c = np.full((m, k, k), zero, dtype=dtype)
+            t = np.full((m, k, k), zero, dtype=dtype)
+            for (i, j), v in sec.const.items():
+                a[i, j] = num(v)
+            for (i, j), v in sec.wcoef.items():
+                e[i, j] = num(v)
+            for (i, j), terms in sec.lin.items():
+                for g, v in terms.items():
+                    c[index[g], i, j] = num(v)
+            A.append(a), E.append(e), C.append(c), T.append(t)
+        for g, reads in system.readout.items():
+            for s, i, j, v in reads:
+                T[s][index[g], i, j] += num(v)
+        return cls(tuple(A), tuple(E), tuple(C), tuple(T), index[system.output], backend)
+
+    @property
+    def size(self) -> int:
+        return self.C[0].shape[0] if self.C else 0
+
+    def sector_matrices(self, w: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
+        """M_s(g, w) for every sector, batched over the leading axis of w and g."""
+        return [A + w[:, None, None] * E + np.einsum("pj,jab->pab", g, C) for A, E, C in zip(self.A, self.E, self.C)]
+
+    def readout(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """R(g, w): the unknowns read from the sector inverses."""
+        out = np.zeros_like(g)
+        for M, T in zip(self.sector_matrices(w, g), self.T):
+            out = out + np.einsum("jab,pab->pj", T, self.backend.inv(M))
+        return out
+
+    def residual(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """F(g) = g - R(g, w)."""
+        return g - self.readout(w, g)
+
+    def residual_jacobian(self, w: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """F and dF/dg, batched: shapes (P, m) and (P, m, m)."""
+        P, m = g.shape
+        F = g.copy()
+        J = np.zeros((P, m, m), dtype=g.dtype) + np.eye(m, dtype=g.dtype) if self.backend is DOUBLE else None
+        if J is None:
+            J = np.empty((P, m, m), dtype=object)
+            for p in range(P):
+                J[p] = np.array([[mpmath.mpf(int(i == j)) for j in range(m)] for i in range(m)], dtype=object)
+        for M, C, T in zip(self.sector_matrices(w, g), self.C, self.T):
+            R = self.backend.inv(M)
+            F = F - np.einsum("jab,pab->pj", T, R)
+            RCR = np.einsum("pab,jbc,pcd->pjad", R, C, R)
+            J = J + np.einsum("iad,pjad->pij", T, RCR)
+        return F, J
+
+    def dF_dw(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """dF/dw = T . (M^{-1} E M^{-1}), batched (P, m)."""
+        out = np.zeros_like(g)
+        for M, E, T in zip(self.sector_matrices(w, g), self.E, self.T):
+            R = self.backend.inv(M)
+            out = out + np.einsum("jad,pad->pj", T, np.einsum("pab,bc,pcd->pad", R, E, R))
+        return out
+
+
+def newton_iterates(system: NumericSystem, w: np.ndarray, g: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Newton iterates (g, |step|_inf, |F|_inf before the step) per point; never stops by itself."""
+    be = system.backend
+    while True:
+        F, J = system.residual_jacobian(w, g)
+        step = be.solve(J, F)
+        g = g - step
+        if step.shape[-1]:
+            yield g, np.max(be.abs(step), axis=-1), np.max(be.abs(F), axis=-1)
+        else:
+            yield g, np.zeros(len(g)), np.zeros(len(g))
