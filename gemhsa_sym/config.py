@@ -1,0 +1,431 @@
+"""Configuration of one random multi-head self-attention layer (DESIGN §1.1, §1.2).
+
+A :class:`Config` is the single description from which both the sampler and the
+Gaussian-equivalent model are read. Dimensions are stored as exact ratios to the
+token count n (n -> 1), with an optional integer token count ``size_n`` when the
+configuration was given in sizes. Everything is validated on construction:
+a configuration that cannot exist raises a ``ValueError`` whose message starts
+with the offending field and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import sympy as sp
+import tomli_w
+
+from gemhsa_sym.hermite import NORMALISATIONS
+from gemhsa_sym.scores import get_score
+
+__all__ = [
+    "DIMENSIONS",
+    "Partition",
+    "Config",
+    "PRESETS",
+    "load_config",
+]
+
+#: Dimension fields, in the order of DESIGN §1.1.
+DIMENSIONS: tuple[str, ...] = ("n", "d", "d_k", "d_v", "d_out")
+KV_MODES: tuple[str, ...] = ("independent", "tied", "correlated")
+OUTPUT_MODES: tuple[str, ...] = ("independent", "keys")
+SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"}
+
+#: A partition of the heads 0..H-1: sorted groups, sorted by their first head.
+Partition = tuple[tuple[int, ...], ...]
+
+
+def _number(field: str, value: Any) -> sp.Expr:
+    """An exact real finite SymPy number from int, float, Fraction, str or SymPy input."""
+    if isinstance(value, bool):
+        raise ValueError(f"{field}: expected a number, got {value!r}")
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{field}: must be finite, got {value!r}")
+        return sp.Rational(repr(value))
+    if isinstance(value, Fraction):
+        return sp.Rational(value.numerator, value.denominator)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return sp.Rational(text)
+        except (TypeError, ValueError):
+            pass
+        if text.lower().lstrip("+-") in {"nan", "inf", "infinity"}:
+            raise ValueError(f"{field}: must be finite, got {value!r}")
+    try:
+        number = sp.sympify(value, rational=True)
+    except (sp.SympifyError, TypeError, SyntaxError):
+        raise ValueError(f"{field}: expected a number, got {value!r}") from None
+    if not isinstance(number, sp.Expr) or not number.is_number:
+        raise ValueError(f"{field}: expected a number, got {value!r}")
+    if number.is_finite is not True:
+        raise ValueError(f"{field}: must be finite, got {value!r}")
+    if number.is_real is not True:
+        raise ValueError(f"{field}: must be real, got {value!r}")
+    return number
+
+
+def _integer(field: str, value: Any) -> int:
+    """A Python int from an integral int, SymPy integer or digit string."""
+    try:
+        number = None if isinstance(value, bool) else _number(field, value)
+    except ValueError:
+        number = None
+    if number is None or not number.is_integer:
+        raise ValueError(f"{field}: expected an integer, got {value!r}")
+    return int(number)
+
+
+def _partition(field: str, spec: Any, heads: int) -> Partition:
+    """Canonical partition of 0..heads-1 from a keyword, {"groups": G} or a list of lists.
+
+    Strings other than the keywords are read as JSON (``'[[0, 1], [2, 3]]'``,
+    ``'{"groups": 2}'``), so that ``--set share_k=...`` works from a shell.
+    """
+    if isinstance(spec, str):
+        keyword = spec.strip()
+        if keyword == "independent":
+            return tuple((h,) for h in range(heads))
+        if keyword == "all":
+            return (tuple(range(heads)),)
+        try:
+            spec = json.loads(keyword)
+        except json.JSONDecodeError:
+            raise ValueError(
+                f"{field}: expected 'independent', 'all', {{\"groups\": G}} or a list of "
+                f"head groups, got {keyword!r}"
+            ) from None
+    if isinstance(spec, Mapping):
+        if set(spec) != {"groups"}:
+            raise ValueError(f"{field}: a mapping must be {{\"groups\": G}}, got {dict(spec)!r}")
+        count = _integer(field, spec["groups"])
+        if count < 1 or heads % count:
+            raise ValueError(f"{field}: {count} groups do not divide {heads} heads equally")
+        size = heads // count
+        return tuple(tuple(range(g * size, (g + 1) * size)) for g in range(count))
+    try:
+        groups = [[_integer(field, h) for h in group] for group in spec]
+    except TypeError:
+        raise ValueError(f"{field}: expected a list of head groups, got {spec!r}") from None
+    seen = [h for group in groups for h in group]
+    if any(not group for group in groups):
+        raise ValueError(f"{field}: empty head group in {spec!r}")
+    bad = sorted({h for h in seen if not 0 <= h < heads})
+    if bad:
+        raise ValueError(f"{field}: heads {bad} out of range 0..{heads - 1}")
+    duplicates = sorted({h for h in seen if seen.count(h) > 1})
+    if duplicates:
+        raise ValueError(f"{field}: heads {duplicates} appear in more than one group")
+    missing = sorted(set(range(heads)) - set(seen))
+    if missing:
+        raise ValueError(f"{field}: heads {missing} are in no group")
+    return tuple(sorted(tuple(sorted(group)) for group in groups))
+
+
+def _partition_spec(partition: Partition, heads: int) -> str | dict[str, int] | list[list[int]]:
+    """The shortest spec that :func:`_partition` reads back as ``partition``."""
+    if partition == _partition("", "independent", heads):
+        return "independent"
+    if partition == _partition("", "all", heads):
+        return "all"
+    count = len(partition)
+    if heads % count == 0 and partition == _partition("", {"groups": count}, heads):
+        return {"groups": count}
+    return [list(group) for group in partition]
+
+
+def _ratio_text(ratio: sp.Rational) -> str:
+    """``n/4``-style text for a dimension ratio to n."""
+    numerator = "n" if ratio.p == 1 else f"{ratio.p}n"
+    return numerator if ratio.q == 1 else f"{numerator}/{ratio.q}"
+
+
+@dataclass(frozen=True)
+class Config:
+    """One random MHSA layer (DESIGN §1.1) with the options of DESIGN §1.2.
+
+    Dimensions ``n, d, d_k, d_v, d_out`` are given either as ratios to n
+    (``n = 1``; ints, ``"1/4"``, Fractions or SymPy Rationals) or as integer
+    sizes (``n`` a token count > 1, see also :meth:`from_sizes`). Defaults:
+    ``d = n``, ``d_k = d / heads``, ``d_v = d_k``, ``d_out = d``. After
+    construction the dimension fields hold exact ``sympy.Rational`` ratios
+    (``n == 1``) and ``size_n`` the token count if sizes were given.
+
+    ``share_q``, ``share_k``, ``share_v`` partition the heads into groups that
+    use one matrix; given as ``"independent"``, ``"all"``, ``{"groups": G}``
+    (G equal consecutive groups) or an explicit list of lists, and stored as a
+    sorted tuple of sorted tuples. ``share_v`` defaults to ``share_k`` when
+    ``kv`` is ``"tied"`` (W_V^h = W_K^h) or ``"correlated"``
+    (W_V^h = rho W_K^h + sqrt(1 - rho^2) W'^h), and to independent otherwise.
+    ``output = "keys"`` sets W_O^h = W_K^hT sqrt(d / (H d_v)).
+    ``normalisation = "row"`` gives A = rownorm(f(beta S)) (softmax for
+    f = exp), ``"none"`` gives A = f(beta S) / n.
+    """
+
+    n: sp.Rational = sp.Integer(1)
+    d: sp.Rational | None = None
+    d_k: sp.Rational | None = None
+    d_v: sp.Rational | None = None
+    d_out: sp.Rational | None = None
+    heads: int = 1
+    beta: sp.Expr = sp.Integer(1)
+    score: str = "softmax"
+    normalisation: str = "row"
+    share_q: Partition | Any = "independent"
+    share_k: Partition | Any = "independent"
+    share_v: Partition | Any = None
+    kv: str = "independent"
+    rho: sp.Expr = sp.Integer(0)
+    output: str = "independent"
+    name: str | None = None
+    size_n: int | None = None
+
+    def __post_init__(self) -> None:
+        def put(key: str, value: Any) -> None:
+            object.__setattr__(self, key, value)
+
+        heads = _integer("heads", self.heads)
+        if heads < 1:
+            raise ValueError(f"heads: need at least one head, got {heads}")
+        put("heads", heads)
+        for key, value in self._dimension_ratios(heads).items():
+            put(key, value)
+        if self.size_n is not None:
+            self.sizes()
+
+        put("beta", _number("beta", self.beta))
+        rho = _number("rho", self.rho)
+        if not -1 <= rho <= 1:
+            raise ValueError(f"rho: must lie in [-1, 1], got {rho}")
+        put("rho", rho)
+        if not isinstance(self.score, str):
+            raise ValueError(f"score: expected a score name, got {self.score!r}")
+        get_score(self.score)
+        for key, choices in (
+            ("normalisation", NORMALISATIONS),
+            ("kv", KV_MODES),
+            ("output", OUTPUT_MODES),
+        ):
+            if getattr(self, key) not in choices:
+                raise ValueError(
+                    f"{key}: unknown option {getattr(self, key)!r}; choose one of {', '.join(choices)}"
+                )
+        if self.name is not None and not isinstance(self.name, str):
+            raise ValueError(f"name: expected a string, got {self.name!r}")
+
+        put("share_q", _partition("share_q", self.share_q, heads))
+        put("share_k", _partition("share_k", self.share_k, heads))
+        if self.kv == "independent":
+            share_v = "independent" if self.share_v is None else self.share_v
+            put("share_v", _partition("share_v", share_v, heads))
+        else:
+            if self.d_v != self.d_k:
+                raise ValueError(f"kv: {self.kv!r} keys and values need d_v == d_k, got {self.d_v} and {self.d_k}")
+            share_v = self.share_k if self.share_v is None else _partition("share_v", self.share_v, heads)
+            if share_v != self.share_k:
+                raise ValueError(
+                    f"share_v: with kv = {self.kv!r} the values follow the keys' sharing; "
+                    f"share_v must equal share_k {self.share_k} or be left out"
+                )
+            put("share_v", share_v)
+        if self.kv != "correlated" and rho != 0:
+            raise ValueError(f"rho: only used with kv = 'correlated'; got rho = {rho} with kv = {self.kv!r}")
+        if self.output == "keys" and (self.d_v != self.d_k or self.d_out != self.d):
+            raise ValueError(
+                "output: 'keys' (W_O^h = W_K^hT rescaled) needs d_v == d_k and d_out == d, "
+                f"got d_k = {self.d_k}, d_v = {self.d_v}, d = {self.d}, d_out = {self.d_out}"
+            )
+
+    def _dimension_ratios(self, heads: int) -> dict[str, Any]:
+        """Exact ratios to n and ``size_n``, from ratio input (n = 1) or size input (n > 1)."""
+        n = _number("n", self.n)
+        size_n = None if self.size_n is None else _integer("size_n", self.size_n)
+        if size_n is not None and size_n < 1:
+            raise ValueError(f"size_n: must be a positive token count, got {size_n}")
+        if n != 1:
+            if not (n.is_integer and n > 1):
+                raise ValueError(f"n: must be 1 (dimensions as ratios) or a token count > 1, got {n}")
+            if size_n not in (None, n):
+                raise ValueError(f"size_n: {size_n} disagrees with the token count n = {n}")
+            size_n = int(n)
+        ratios: dict[str, Any] = {"n": sp.Integer(1)}
+        defaults = {
+            "d": lambda: sp.Integer(1),
+            "d_k": lambda: ratios["d"] / heads,
+            "d_v": lambda: ratios["d_k"],
+            "d_out": lambda: ratios["d"],
+        }
+        for key in DIMENSIONS[1:]:
+            value = getattr(self, key)
+            if value is None:
+                ratio = defaults[key]()
+            else:
+                ratio = _number(key, value)
+                if n != 1 and not ratio.is_integer:
+                    raise ValueError(f"{key}: n is a size ({n}), so {key} must be an integer size, got {ratio}")
+                ratio /= n
+            if not ratio.is_Rational:
+                raise ValueError(f"{key}: a dimension ratio must be rational, got {ratio}")
+            if ratio <= 0:
+                raise ValueError(f"{key}: must be positive, got {value}")
+            ratios[key] = ratio
+        return ratios | {"size_n": size_n}
+
+    @classmethod
+    def from_sizes(cls, n: int, d: int | None = None, d_k: int | None = None, d_v: int | None = None,
+                   d_out: int | None = None, **options: Any) -> Config:
+        """A configuration from integer sizes with token count ``n`` (defaults as in the class)."""
+        return cls(n=n, d=d, d_k=d_k, d_v=d_v, d_out=d_out, size_n=n, **options)
+
+    def ratios(self) -> dict[str, sp.Rational]:
+        """Dimension ratios to n: keys ``n`` (= 1), ``d``, ``d_k``, ``d_v``, ``d_out``."""
+        return {key: getattr(self, key) for key in DIMENSIONS}
+
+    def sizes(self, n: int | None = None) -> dict[str, int]:
+        """Integer sizes for token count ``n`` (default ``size_n``); ValueError naming a non-integral one."""
+        if n is None:
+            n = self.size_n
+        if n is None:
+            raise ValueError("n: the configuration has no token count; give n")
+        n = _integer("n", n)
+        if n < 1:
+            raise ValueError(f"n: must be a positive token count, got {n}")
+        sizes = {}
+        for key, ratio in self.ratios().items():
+            size = ratio * n
+            if not size.is_integer or size < 1:
+                raise ValueError(f"{key}: {ratio} * n = {size} is not a positive integer size at n = {n}")
+            sizes[key] = int(size)
+        return sizes
+
+    def group_of(self, which: str, head: int) -> int:
+        """Index of the sharing group of ``head`` for W_Q, W_K or W_V (``which`` in q, k, v)."""
+        key = SHARING_FIELDS.get(which.lower().removeprefix("w_"))
+        if key is None:
+            raise ValueError(f"which: expected one of q, k, v, got {which!r}")
+        for index, group in enumerate(getattr(self, key)):
+            if head in group:
+                return index
+        raise ValueError(f"head: {head} is not a head of this configuration (0..{self.heads - 1})")
+
+    def replace(self, **changes: Any) -> Config:
+        """A validated copy with ``changes``; string values are coerced (for ``--set field=value``).
+
+        Dimensions are ratios to n; ``n`` itself sets the token count ``size_n``.
+        When the result has tied or correlated keys and values and ``share_v``
+        is not changed, the values follow the keys' sharing.
+        """
+        data = self.to_dict()
+        if "n" in changes:
+            changes = dict(changes)
+            n = _number("n", changes.pop("n"))
+            if n != 1:
+                changes["size_n"] = n
+        data |= changes
+        if data.get("kv") != "independent" and "share_v" not in changes:
+            data.pop("share_v", None)
+        return Config.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON- and TOML-able fields; exact numbers as strings (``"1/4"``); None left out."""
+        data: dict[str, Any] = {"name": self.name}
+        data |= {key: str(value) for key, value in self.ratios().items()}
+        data |= {
+            "size_n": self.size_n,
+            "heads": self.heads,
+            "beta": str(self.beta),
+            "score": self.score,
+            "normalisation": self.normalisation,
+        }
+        data |= {key: _partition_spec(getattr(self, key), self.heads) for key in SHARING_FIELDS.values()}
+        data |= {"kv": self.kv, "rho": str(self.rho), "output": self.output}
+        return {key: value for key, value in data.items() if value is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Config:
+        """The configuration of a :meth:`to_dict` mapping (or a hand-written one)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{unknown[0]}: unknown configuration field; known: {', '.join(sorted(known))}")
+        return cls(**data)
+
+    def to_toml(self) -> str:
+        """TOML text that :meth:`from_toml` reads back to an equal configuration."""
+        header = "# gemhsa_sym configuration: dimensions are ratios to the token count n\n"
+        return header + tomli_w.dumps(self.to_dict())
+
+    @classmethod
+    def from_toml(cls, source: str | Path) -> Config:
+        """Read a TOML file (path) or TOML text."""
+        if isinstance(source, Path) or ("\n" not in source and "=" not in source):
+            text = Path(source).read_text(encoding="utf-8")
+        else:
+            text = source
+        return cls.from_dict(tomllib.loads(text))
+
+    def summary(self) -> str:
+        """One line describing the layer, built from the fields."""
+        ratios = self.ratios()
+        parts = [f"H={self.heads}"] + [f"{key}={_ratio_text(ratios[key])}" for key in DIMENSIONS[1:]]
+        shared: dict[str, list[str]] = {}
+        for which, key in SHARING_FIELDS.items():
+            partition = getattr(self, key)
+            if len(partition) < self.heads and not (which == "v" and self.kv != "independent"):
+                spec = _partition_spec(partition, self.heads)
+                text = ("by all heads" if spec == "all" else
+                        f"in {len(partition)} groups" if isinstance(spec, dict) else f"as {spec}")
+                shared.setdefault(text, []).append(f"W_{which.upper()}")
+        parts += [f"{', '.join(names)} shared {text}" for text, names in shared.items()]
+        if self.kv == "tied":
+            parts.append("W_V = W_K")
+        elif self.kv == "correlated":
+            parts.append(f"W_V = rho W_K + sqrt(1-rho^2) W' with rho={self.rho}")
+        if self.output == "keys":
+            parts.append("W_O^h = W_K^hT (rescaled)")
+        norm = "row-normalised" if self.normalisation == "row" else "unnormalised (/n)"
+        parts.append(f"beta={self.beta}, {self.score}, {norm}")
+        return "; ".join(parts)
+
+
+def _presets() -> dict[str, Config]:
+    """The named configurations of :data:`PRESETS`."""
+    single = dict(heads=1)
+    mha = dict(heads=4, d_k="1/4", d_v="1/4")
+    specs: dict[str, dict[str, Any]] = {
+        "single-head": single,
+        "mha": mha,
+        "mqa": mha | dict(share_k="all", share_v="all"),
+        "gqa": mha | dict(share_k={"groups": 2}, share_v={"groups": 2}),
+        "shared-q": mha | dict(share_q="all"),
+        "tied-kv": single | dict(kv="tied"),
+        "correlated-kv": single | dict(kv="correlated", rho="1/2"),
+        "key-output": single | dict(output="keys"),
+        "heads-8": dict(heads=8, d_k="1/8", d_v="1/8"),
+    }
+    return {name: Config(name=name, **spec) for name, spec in specs.items()}
+
+
+#: Named configurations: beta = 1, n = d = d_out, softmax with row normalisation.
+PRESETS: dict[str, Config] = _presets()
+
+
+def load_config(spec: str | Path) -> Config:
+    """A preset by name, or the configuration in a TOML file."""
+    if str(spec) in PRESETS:
+        return PRESETS[str(spec)]
+    path = Path(spec)
+    if path.is_file():
+        return Config.from_toml(path)
+    raise ValueError(
+        f"config: {str(spec)!r} is neither a preset ({', '.join(PRESETS)}) nor a TOML file"
+    )
