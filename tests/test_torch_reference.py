@@ -1,0 +1,110 @@
+"""The sampler's softmax layer against PyTorch's attention, same weights, float64 (DESIGN §1.6)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.sampler import Weights, draw_tokens, draw_weights, layer_output
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+N = 64
+#: d = 48 at n = 64: every preset's ratios scaled by 3/4.
+SCALE = sp.Rational(3, 4)
+
+
+def scaled(config: Config) -> Config:
+    """``config`` with d, d_k, d_v, d_out scaled by 3/4 (n = 64 gives d = 48)."""
+    ratios = config.ratios()
+    return config.replace(**{key: ratios[key] * SCALE for key in ("d", "d_k", "d_v", "d_out")})
+
+
+CONFIGS = {name: scaled(config) for name, config in PRESETS.items()}
+CONFIGS |= {
+    "mha-beta": scaled(PRESETS["mha"].replace(beta="2.5")),
+    "gqa-negative-beta": scaled(PRESETS["gqa"].replace(beta="-0.8")),
+    "shared-q-and-kv": scaled(PRESETS["mqa"].replace(share_q=[[0, 3], [1, 2]], beta="1.3")),
+    "tied-mqa": scaled(PRESETS["tied-kv"].replace(heads=4, d_k="1/4", d_v="1/4", share_k="all")),
+    "correlated-gqa": scaled(
+        PRESETS["correlated-kv"].replace(heads=4, d_k="1/4", d_v="1/4", share_k={"groups": 2}, rho="-0.3")
+    ),
+    "key-output-heads": scaled(PRESETS["key-output"].replace(heads=2, d_k="1/2", d_v="1/2", beta="0.6")),
+}
+#: Shapes outside torch's multi-head module (d_v != d_k, d_out != d, H d_k != d).
+RECTANGULAR = {
+    "rectangular": Config(n=N, d=48, d_k=16, d_v=8, d_out=40, heads=3, beta="0.7", share_q=[[0, 2], [1]]),
+    "rectangular-tied": Config(n=N, d=40, d_k=12, d_out=56, heads=2, kv="tied", share_k="all", beta=2),
+}
+
+
+def draw(config: Config) -> tuple[np.ndarray, Weights, np.ndarray]:
+    """Tokens, weights and the sampler's output Y for one draw at n = 64."""
+    rng = np.random.default_rng(1)
+    sizes = config.sizes(N)
+    X = draw_tokens(sizes, rng)
+    weights = draw_weights(config, sizes, rng)
+    return X, weights, layer_output(config, weights, X)
+
+
+def relative_error(Y: np.ndarray, reference: torch.Tensor) -> float:
+    """||Y - reference|| / ||reference||."""
+    reference = reference.numpy()
+    return float(np.linalg.norm(Y - reference) / np.linalg.norm(reference))
+
+
+def per_head_sdpa(config: Config, X: np.ndarray, weights: Weights) -> torch.Tensor:
+    """sum_h sdpa(Q^h, K^h, V^h; scale = beta / sqrt(d_k)) W_O^h in torch float64."""
+    x = torch.from_numpy(X)
+    out = 0
+    for h in range(config.heads):
+        q, k, v = (x @ torch.from_numpy(p.head(h)) for p in (weights.query, weights.key, weights.value))
+        scale = float(config.beta) / math.sqrt(q.shape[1])
+        head = F.scaled_dot_product_attention(q[None], k[None], v[None], scale=scale)[0]
+        out = out + head @ torch.from_numpy(weights.output[h])
+    return out
+
+
+def multi_head_module(config: Config, X: np.ndarray, weights: Weights) -> torch.Tensor:
+    """torch's multi-head attention forward with the weights packed as its projections.
+
+    Its head width is d / H and its scale 1 / sqrt(d / H); beta goes into W_Q.
+    """
+    heads = config.heads
+    stack = lambda p: torch.from_numpy(np.concatenate([p.head(h) for h in range(heads)], axis=1))  # noqa: E731
+    in_proj = torch.cat([stack(weights.query) * float(config.beta), stack(weights.key), stack(weights.value)], 1)
+    out_proj = torch.from_numpy(np.concatenate(weights.output))
+    x = torch.from_numpy(X)[:, None, :]
+    out, _ = F.multi_head_attention_forward(
+        x, x, x, x.shape[-1], heads, in_proj.T.contiguous(), None, None, None, False, 0.0,
+        out_proj.T.contiguous(), None, training=False, need_weights=False,
+    )
+    return out[:, 0, :]
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_against_scaled_dot_product_attention(name: str) -> None:
+    config = CONFIGS[name]
+    X, weights, Y = draw(config)
+    assert relative_error(Y, per_head_sdpa(config, X, weights)) < 1e-10
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_against_multi_head_attention_module(name: str) -> None:
+    config = CONFIGS[name]
+    assert config.heads * config.d_k == config.d == config.d_out and config.d_v == config.d_k
+    X, weights, Y = draw(config)
+    assert relative_error(Y, multi_head_module(config, X, weights)) < 1e-10
+
+
+@pytest.mark.parametrize("name", sorted(RECTANGULAR))
+def test_rectangular_shapes(name: str) -> None:
+    config = RECTANGULAR[name]
+    X, weights, Y = draw(config)
+    assert Y.shape == (N, config.sizes()["d_out"])
+    assert relative_error(Y, per_head_sdpa(config, X, weights)) < 1e-10
