@@ -275,6 +275,13 @@ class SampleResult:
         return cls(Config.from_dict(meta["config"]), meta["sizes"], meta["model"], meta["seed"], eigenvalues)
 
 
+def _limit_blas_threads(threads: int) -> None:
+    """Worker initializer: at most ``threads`` BLAS threads, so that workers share the cores."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(threads, user_api="blas")
+
+
 def sample(
     config: Config,
     n: int | None = None,
@@ -288,8 +295,9 @@ def sample(
     """``draws`` independent spectra of ``config`` at token count ``n`` (default ``config.size_n``).
 
     Draw i uses child i of ``SeedSequence(seed)``, so the result depends only on
-    (config, n, draws, seed, model). ``jobs > 1`` runs draws in a process pool;
-    any ``concurrent.futures.Executor`` may be passed instead. The progress bar
+    (config, n, draws, seed, model). ``jobs > 1`` runs draws in a process pool whose
+    workers split the cores' BLAS threads between them; any
+    ``concurrent.futures.Executor`` may be passed instead. The progress bar
     (default) shows on multi-draw runs when stderr is a terminal.
     """
     if model not in MODELS:
@@ -304,7 +312,9 @@ def sample(
     if progress is None:
         progress = draws > 1 and sys.stderr.isatty()
     if executor is None and jobs > 1 and draws > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, draws)) as pool:
+        workers = min(jobs, draws)
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        with ProcessPoolExecutor(workers, initializer=_limit_blas_threads, initargs=(threads,)) as pool:
             spectra = run_draws(tasks, pool, progress)
     else:
         spectra = run_draws(tasks, executor, progress)

@@ -23,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "the squared singular values of Y_c / sqrt(n), d_out of them per draw.\n"
             "--model softmax draws the real layer; --model ge replaces n A^h by\n"
             "c_0 11^T + mu_1 S0^h + sigma Z^h (Gaussian equivalence) with the same X and weights.\n"
+            "Other normalisations are rescalings: Y_c^T Y_c has n times these eigenvalues.\n"
             "Draw i uses child i of SeedSequence(seed): results do not depend on --jobs."
         ),
     )
@@ -76,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     sizes = ", ".join(f"{key}={value}" for key, value in result.sizes.items())
     moments = ", ".join(f"{m:.6g}" for m in summary["moments"])
-    print(f"config   {config.name or args.config}: {config.summary()}")
+    label = " ".join([args.config, *(f"{key}={value}" for key, value in changes.items())])
+    print(f"config   {label}: {config.summary()}")
     print(f"sizes    {sizes}")
     print(f"model    {result.model}, {result.draws} draw(s), seed {result.seed}, {elapsed:.2f} s")
     print("spectrum eigenvalues of Y_c^T Y_c / n")
