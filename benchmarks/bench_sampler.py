@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -44,7 +45,7 @@ def best_times(runs: Sequence[Callable[[], object]], repeat: int) -> list[float]
     """Shortest wall time of each of ``runs`` over ``repeat`` interleaved rounds."""
     times: list[list[float]] = [[] for _ in runs]
     for _ in range(repeat):
-        for run, spent in zip(runs, times):
+        for run, spent in zip(runs, times, strict=True):
             start = time.perf_counter()
             run()
             spent.append(time.perf_counter() - start)
@@ -61,7 +62,7 @@ def main() -> None:
     for heads in args.heads:
         config = Config.from_sizes(n=args.n, d=args.n, heads=heads)
         ours, bare = best_times(
-            [lambda: sample(config, draws=1, seed=0, progress=False), lambda: baseline(args.n, heads, 0)],
+            [partial(sample, config, draws=1, seed=0, progress=False), partial(baseline, args.n, heads, 0)],
             args.repeat,
         )
         print(f"H={heads} n=d={args.n}: sampler {ours:.3f} s, baseline {bare:.3f} s, ratio {ours / bare:.3f}")

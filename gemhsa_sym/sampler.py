@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +94,8 @@ def draw_weights(config: Config, sizes: dict[str, int], rng: np.random.Generator
     elif config.kv == "correlated":
         rho, fresh = float(config.rho), draw("v", d_v)
         spread = float(sp.sqrt(1 - config.rho**2))
-        value = Projection(tuple(rho * k + spread * w for k, w in zip(key.matrices, fresh.matrices)), key.group)
+        mixed = (rho * k + spread * w for k, w in zip(key.matrices, fresh.matrices, strict=True))
+        value = Projection(tuple(mixed), key.group)
     else:
         value = draw("v", d_v)
     if config.output == "keys":
@@ -106,7 +107,7 @@ def draw_weights(config: Config, sizes: dict[str, int], rng: np.random.Generator
     return Weights(query, key, value, output)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _ge_coefficients(score: str, beta: sp.Expr, normalisation: str) -> tuple[float, float, float]:
     """(c_0, mu_1, sigma) of the Gaussian-equivalent replacement (DESIGN §1.3)."""
     from gemhsa_sym.hermite import hermite_data

@@ -327,7 +327,8 @@ def test_toml_file_round_trip(tmp_path) -> None:
 
 
 def test_toml_text() -> None:
-    assert Config.from_toml('heads = 4\nshare_k = "all"\nshare_v = "all"\nd_k = "1/4"\nname = "mqa"\n') == PRESETS["mqa"]
+    text = 'heads = 4\nshare_k = "all"\nshare_v = "all"\nd_k = "1/4"\nname = "mqa"\n'
+    assert Config.from_toml(text) == PRESETS["mqa"]
 
 
 def test_toml_hand_written_sizes() -> None:
