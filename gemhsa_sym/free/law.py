@@ -23,6 +23,7 @@ from numpy.polynomial import Chebyshev
 from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 
 from .continuation import BranchError, follow_branch, newton_solve
+from .exchangeable import ExchangeableSum, exchangeable_system
 from .matrices import Dim, Gaussian, gaussians_of
 from .numeric import DOUBLE, MP, NumericSystem
 from .pencil import Pencil, linearise
@@ -33,7 +34,7 @@ __all__ = ["Atom", "Edge", "SpectralLaw", "spectral_law"]
 
 #: Points of the graded grid used to locate the support.
 SCAN_POINTS = 1500
-#: Density below this fraction of its maximum counts as outside the support on the scan.
+#: Density below this over the norm-bound scale counts as outside the support on the scan.
 SUPPORT_THRESHOLD = 1e-8
 
 
@@ -49,11 +50,16 @@ class Atom:
 
 @dataclass(frozen=True)
 class Edge:
-    """A support edge: ``side`` is 'lower' or 'upper'; ``hard`` for an edge at 0 where the density diverges."""
+    """A support edge: ``side`` is 'lower' or 'upper'; ``hard`` for an edge at 0 where the density diverges.
+
+    ``refined`` is False when the fold refinement failed and the edge comes from
+    bisection of the density's sign change in double precision (about 1e-12).
+    """
 
     location: mpmath.mpf
     side: str
     hard: bool = False
+    refined: bool = True
 
     def __float__(self) -> float:
         return float(self.location)
@@ -89,20 +95,43 @@ def _norm_bound(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mappi
 class SpectralLaw:
     """Limiting law of the eigenvalues of Y^T Y (module docstring)."""
 
-    def __init__(self, polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any] | None = None, reduce: bool = True) -> None:
-        self.polynomial = polynomial
+    def __init__(
+        self,
+        model: MatrixExpr | ExchangeableSum,
+        ratios: Mapping[Dim, Any],
+        values: Mapping[sp.Symbol, Any] | None = None,
+        reduce: bool = True,
+    ) -> None:
+        self.model = model
         self.ratios = {d: sp.sympify(v) for d, v in ratios.items()}
         for d, v in self.ratios.items():
             if v.is_positive is False:
                 raise ValueError(f"ratios: the ratio of {d} must be positive, got {v}")
         self.values = {sp.Symbol(str(k)) if isinstance(k, str) else k: sp.sympify(v) for k, v in (values or {}).items()}
-        self.pencil: Pencil = linearise(polynomial)
-        self.pencil.check()
-        full = dyson_system(self.pencil, self.ratios)
-        self.scale = _norm_bound(polynomial, self.ratios, self.values) ** 2
-        self.system: DysonSystem = reduce_system(full, self.values, self.scale) if reduce else full
+        if isinstance(model, ExchangeableSum):
+            self.pencil: Pencil = linearise(model.template)
+            self.pencil.check()
+            full = exchangeable_system(model, self.pencil, self.ratios, self.values)
+        else:
+            self.pencil = linearise(model)
+            self.pencil.check()
+            full = dyson_system(self.pencil, self.ratios)
+        # parameters without a value get generic ones for scales and reductions only
+        generic = {p: sp.Rational(7 + 3 * k, 10) for k, p in enumerate(full.parameters) if p not in self.values}
+        probe = {**generic, **self.values}
+        if isinstance(model, ExchangeableSum):
+            bound = _norm_bound(model.template, self.ratios, probe) * float(model.heads.subs(probe))
+        else:
+            bound = _norm_bound(model, self.ratios, probe)
+        self.scale = bound**2
+        self.system: DysonSystem = reduce_system(full, probe, self.scale) if reduce else full
         self._top = 8.0 * self.scale + 8.0
         self._floor = 1e-13 * self.scale
+
+    @property
+    def polynomial(self) -> MatrixExpr:
+        """Y as one polynomial (an exchangeable sum is written out head by head)."""
+        return self.model.expand(self.values) if isinstance(self.model, ExchangeableSum) else self.model
 
     @property
     def equations(self) -> DysonSystem:
@@ -112,10 +141,10 @@ class SpectralLaw:
     @property
     def q(self) -> Dim:
         """The dimension of Y^T Y."""
-        return self.polynomial.cols
+        return self.model.cols
 
     def __repr__(self) -> str:
-        return f"SpectralLaw(Y = {self.polynomial}, ratios = {dict((str(k), v) for k, v in self.ratios.items())})"
+        return f"SpectralLaw(Y = {self.model}, ratios = {dict((str(k), v) for k, v in self.ratios.items())})"
 
     @functools.cached_property
     def _double(self) -> NumericSystem:
@@ -186,26 +215,20 @@ class SpectralLaw:
     # ---- atoms, support, edges ----------------------------------------------------------
     @functools.cached_property
     def _atom_zero(self) -> Atom | None:
-        """mu({0}) = lim_{y->0} Re(iy m(iy)), double down to 1e-12, mpmath below when needed."""
-        ys = self.scale * 10.0 ** -np.arange(2, 13)
-        m = self.stieltjes(1j * ys)
-        a = np.real(1j * ys * m)
-        if abs(a[-1] - a[-2]) < 1e-10:
-            mass, err = float(a[-1]), float(abs(a[-1] - a[-2]))
-        else:
-            dps = 50
-            g = self._branch(np.array([1j * ys[-1]]))[0]
-            with mpmath.workdps(dps + 10):
-                num = self._mp(dps + 10)
-                est = []
-                for k in range(13, 61):
-                    w = mpmath.mpc(0, mpmath.mpf(self.scale) * mpmath.mpf(10) ** (-k))
-                    gn, ok = newton_solve(num, np.array([w], dtype=object), MP.array(g[None, :]) if k == 13 else g, tol=1e-40, maxit=60, first_step=2.0)
-                    if not ok[0]:
-                        raise BranchError(f"atom at zero: continuation failed at w = {w}")
-                    g = gn
-                    est.append(float(mpmath.re(w * g[0][self._double.output])))
-            mass, err = est[-1], abs(est[-1] - est[-6])
+        """mu({0}) = lim_{y->0} Re(iy m(iy)), followed down the imaginary axis towards 1e-60 * scale
+        (in double precision, until the system becomes too ill-conditioned).
+
+        The continuous part contributes O(y) without mass near 0 and O(y^(1/2)),
+        O(y^(1/3)) near a hard edge, so the deepest estimate (at least 1e-15 * scale)
+        is accurate to about 1e-5 or better; the error reported is the change over the last decade.
+        """
+        ys = self.scale * 10.0 ** -np.arange(2, 61)
+        br = follow_branch(self._double, 1j * ys, top=self._top, floor=ys.min() / 10)
+        depth = int(np.argmin(br.ok)) if not br.ok.all() else len(ys)  # conditioning ends the descent
+        if depth < 14:
+            raise BranchError("atom at zero: the continuation down the imaginary axis failed early")
+        a = np.real(1j * ys[:depth] * br.m[:depth])
+        mass, err = float(a[-1]), float(abs(a[-1] - a[-2]))
         if mass < 1e-8:
             return None
         frac = Fraction(mass).limit_denominator(10_000)
@@ -218,8 +241,16 @@ class SpectralLaw:
 
     @functools.cached_property
     def _scan(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Density and solutions on a grid graded towards 0, up to the norm bound."""
-        x = 1.02 * self.scale * (np.arange(1, SCAN_POINTS + 1) / SCAN_POINTS) ** 2
+        """Density and solutions on a grid graded towards 0, up to just above the support.
+
+        A logarithmic pass from 1e-14 times the norm bound locates the top of the
+        support; the graded grid then covers [0, 1.02 top].
+        """
+        coarse = self.scale * np.logspace(-14, 0.01, 300)
+        rho = -self._branch(coarse.astype(complex))[:, self._double.output].imag
+        inside = np.nonzero(rho > SUPPORT_THRESHOLD / self.scale)[0]
+        top = coarse[min(inside[-1] + 1, len(coarse) - 1)] if inside.size else self.scale
+        x = 1.02 * top * (np.arange(1, SCAN_POINTS + 1) / SCAN_POINTS) ** 2
         g = self._branch(x.astype(complex))
         rho = np.maximum(-g[:, self._double.output].imag / np.pi, 0.0)
         return x, rho, g
@@ -228,7 +259,7 @@ class SpectralLaw:
     def _intervals(self) -> list[tuple[int, int, bool]]:
         """Runs (first, last) of scan points inside the support; flag True when the run touches 0."""
         x, rho, _ = self._scan
-        inside = rho > SUPPORT_THRESHOLD * rho.max()
+        inside = rho > SUPPORT_THRESHOLD / self.scale
         runs, start = [], None
         for i, flag in enumerate(inside):
             if flag and start is None:
@@ -238,7 +269,7 @@ class SpectralLaw:
                 start = None
         if start is not None:
             raise BranchError("the density does not vanish at the norm bound: the scan range is wrong")
-        hard = bool(runs and runs[0][0] == 0 and self.density(np.array([x[0] * 1e-6]))[0] > SUPPORT_THRESHOLD * rho.max())
+        hard = bool(runs and runs[0][0] == 0 and self.density(np.array([x[0] * 1e-6]))[0] > SUPPORT_THRESHOLD / self.scale)
         return [(a, b, hard and k == 0) for k, (a, b) in enumerate(runs)]
 
     def support(self) -> list[tuple[float, float]]:
@@ -291,7 +322,8 @@ class SpectralLaw:
         g, x = [[float(v.real) for v in g_out]], [float(x_out)]
         curve = self._fold_curve(self._double, g, x, 1e-15)
         m0 = g[0][out]
-        m1 = m0 - 0.5 * (x_out - x_in) / curve(m0)
+        phi0 = curve(m0)
+        m1 = m0 + np.sign((x_in - x_out) / phi0) * min(0.5 * abs((x_out - x_in) / phi0), 1e-2 * (1 + abs(m0)))
         with mpmath.workdps(15):
             m_star = mpmath.findroot(curve, (m0, m1), solver="secant", tol=1e-28, verify=False, maxsteps=100)
         curve(float(m_star))
@@ -317,13 +349,34 @@ class SpectralLaw:
             if hard:
                 found.append(Edge(mpmath.mpf(0), "lower", hard=True))
             elif a == 0:
-                raise NotImplementedError("a soft lower edge below the first scan point is not resolved")
+                # a soft lower edge below the first scan point: zoom in on a geometric grid
+                xs = x[0] * np.logspace(-10, 0, 201)
+                gs = self._branch(xs.astype(complex))
+                rs = -gs[:, self._double.output].imag / np.pi
+                outside = np.nonzero(rs <= SUPPORT_THRESHOLD / self.scale)[0]
+                if not outside.size or outside[-1] == len(xs) - 1:
+                    raise BranchError("the lower support edge near 0 could not be bracketed")
+                k = outside[-1]
+                found.append(self._edge(xs[k], gs[k], xs[k + 1], "lower", dps))
             else:
-                with mpmath.workdps(dps):
-                    found.append(Edge(+self._fold(x[a - 1], g[a - 1], x[a], dps), "lower"))
-            with mpmath.workdps(dps):
-                found.append(Edge(+self._fold(x[b + 1], g[b + 1], x[b], dps), "upper"))
+                found.append(self._edge(x[a - 1], g[a - 1], x[a], "lower", dps))
+            found.append(self._edge(x[b + 1], g[b + 1], x[b], "upper", dps))
         return found
+
+    def _edge(self, x_out: float, g_out: np.ndarray, x_in: float, side: str, dps: int) -> Edge:
+        """The fold refinement of an edge, or bisection of the density when it fails."""
+        try:
+            with mpmath.workdps(dps):
+                return Edge(+self._fold(x_out, g_out, x_in, dps), side)
+        except (BranchError, ZeroDivisionError, np.linalg.LinAlgError):
+            lo, hi = x_out, x_in
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                if self.density(np.array([mid]))[0] > SUPPORT_THRESHOLD / self.scale:
+                    hi = mid
+                else:
+                    lo = mid
+            return Edge(mpmath.mpf((lo + hi) / 2), side, refined=False)
 
     # ---- integrals: mass, CDF, quantiles, moments ---------------------------------------
     @functools.cached_property
@@ -338,12 +391,18 @@ class SpectralLaw:
         for lo, hi in zip(edges[::2], edges[1::2]):
             a, b, p = float(lo.location), float(hi.location), 3 if lo.hard else 1
 
-            def f(theta: np.ndarray, a: float = a, b: float = b, p: int = p) -> np.ndarray:
+            def f(theta: np.ndarray, a: float = a, b: float = b, p: int = p, hard: bool = lo.hard) -> np.ndarray:
                 s = (1 - np.cos(theta)) / 2
                 xx = a + (b - a) * s**p
                 dx = (b - a) * p * s ** (p - 1) * np.sin(theta) / 2
                 inner = (xx > a) & (xx < b)
                 out = np.zeros_like(theta)
+                if hard:  # below x0 the system is too ill-conditioned: power-law extrapolation
+                    x0 = 1e-10 * self.scale
+                    r0, r1 = self.density(np.array([x0, 10 * x0]))
+                    tiny = inner & (xx < x0)
+                    out[tiny] = r0 * (xx[tiny] / x0) ** -np.log10(r0 / r1) * dx[tiny]
+                    inner &= ~tiny
                 out[inner] = self.density(xx[inner]) * dx[inner]
                 return out
 
@@ -405,7 +464,8 @@ class SpectralLaw:
             if abs(s - round(s)) > 1e-9 or round(s) < 1:
                 raise ValueError(f"N: ratio * N must be a positive integer for {d}; {N} gives {s}")
             sizes[str(d)] = int(round(s))
-        mats = gaussians_of(self.polynomial)
+        polynomial = self.polynomial
+        mats = gaussians_of(polynomial)
         out = []
         for child in np.random.SeedSequence(seed).spawn(draws):
             rng = np.random.default_rng(child)
@@ -413,7 +473,7 @@ class SpectralLaw:
                 g: rng.standard_normal((sizes[str(g.rows)], sizes[str(g.cols)])) * np.sqrt(_to_float(g.scale, self.values) / N)
                 for g in mats
             }
-            Y = _evaluate(self.polynomial, real, sizes, self.values)
+            Y = _evaluate(polynomial, real, sizes, self.values)
             q = Y.shape[1]
             gram = Y.T @ Y if Y.shape[0] >= q else Y @ Y.T
             ev = np.linalg.eigvalsh(gram)

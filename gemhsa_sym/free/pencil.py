@@ -79,12 +79,16 @@ class Pencil:
         return {k: (MatAdd(*v).doit() if len(v) > 1 else v[0]) for k, v in out.items()}
 
     def _block(self, entries: dict[tuple[int, int], MatrixExpr], r: int, c: int) -> MatrixExpr | None:
-        """The (r, c) block of L, using the transpose of a stored (c, r) entry."""
-        if (r, c) in entries:
-            return entries[(r, c)]
-        if (c, r) in entries:
-            return Transpose(entries[(c, r)]).doit()
-        return None
+        """The (r, c) block of L: the stored (r, c) entry plus the transpose of a stored (c, r) one.
+
+        Both exist when a matrix and its transpose join the same pair of nodes (Z + Z^T).
+        """
+        parts = [entries[(r, c)]] if (r, c) in entries else []
+        if (c, r) in entries and c != r:
+            parts.append(Transpose(entries[(c, r)]).doit())
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else MatAdd(*parts).doit()
 
     def schur_complement(self) -> MatrixExpr:
         """Y recomputed from the pencil: Y_lin - u Q^{-1} v with Q^{-1} = -sum_k N^k."""

@@ -80,13 +80,19 @@ def reduce_system(system: DysonSystem, values: Mapping[sp.Symbol, object], scale
                 rep[v] = u
     for u in zero:
         rep[u] = u
-    merged = sum(1 for u, r in rep.items() if r != u)
-    note = (
-        f"reduced: {len(zero)} unknowns vanish and {merged} duplicate others on the physical branch "
-        f"(checked at {len(g)} points to {REL_TOL:g})"
-    )
-    reduced = _substitute(system, zero, rep, note)
-    check = follow_branch(NumericSystem.build(reduced, values, DOUBLE), pts[3:], top=top, floor=1e-12 * scale)
-    if not (check.ok.all() and abs(check.m[0] - br.m[3]) <= 1e-8 * (1 + abs(br.m[3]))):
-        raise RuntimeError("reduction: the reduced system does not reproduce the full one; refusing it")
-    return reduced
+    candidates = [
+        (zero, rep, "vanish", "duplicate others"),
+        (zero, {u: u for u in system.unknowns}, "vanish", None),
+    ]
+    for zeros, mapping, what, dup in candidates:
+        merged = sum(1 for u, r in mapping.items() if r != u)
+        note = f"reduced: {len(zeros)} unknowns {what}" + (f" and {merged} {dup}" if dup else "")
+        note += f" on the physical branch (checked at {len(g)} points to {REL_TOL:g}, verified at a fourth)"
+        reduced = _substitute(system, zeros, mapping, note)
+        try:
+            check = follow_branch(NumericSystem.build(reduced, values, DOUBLE), pts[3:], top=top, floor=1e-12 * scale)
+        except np.linalg.LinAlgError:
+            continue
+        if check.ok.all() and abs(check.m[0] - br.m[3]) <= 1e-8 * (1 + abs(br.m[3])):
+            return reduced
+    return system
