@@ -1,0 +1,117 @@
+"""From a configuration to its Gaussian-equivalent polynomial (DESIGN §1.3).
+
+In the engine's normalisation (every Gaussian has entries N(0, scale/N),
+N = n) the centered output of DESIGN §1.1 with n A^h replaced by
+c_0 11^T + mu_1 S0^h + sigma Z^h is, up to a rank-one term,
+
+    Y = sum_h (mu_1 / sqrt(a_dk) X W_Q^h W_K^hT X^T + sigma Z^h) X V^h W_O^h
+
+with X (n x d, scale 1), W_Q, W_K (d x d_k, scale 1/a_d), W_V (d x d_v,
+scale 1/a_d), W_O^h (d_v x d_out, scale 1/(H a_dv)), Z^h (n x n, scale 1),
+and the spectral object Y_c^T Y_c / n has the law of Y^T Y. Sharing and
+dependence are expressed by which symbols are the same matrix: tied
+V^h = W_K^h, correlated V^h = rho W_K^h + sqrt(1 - rho^2) W'^h, key-built
+output W_O^h = sqrt(a_d/(H a_dv)) W_K^hT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+from sympy.matrices.expressions import MatrixExpr
+
+from .config import Config
+from .free.exchangeable import ExchangeableSum
+from .free.matrices import Dim, Gaussian
+from .hermite import HermiteData, hermite_data
+
+__all__ = ["GaussianEquivalent", "gaussian_equivalent"]
+
+
+@dataclass(frozen=True)
+class GaussianEquivalent:
+    """The Gaussian-equivalent model: an exchangeable head sum or an explicit polynomial."""
+
+    model: ExchangeableSum | MatrixExpr
+    ratios: dict[Dim, sp.Expr]
+    coefficients: HermiteData
+
+
+def _level(partition: tuple[tuple[int, ...], ...]) -> tuple[str, int]:
+    """('head'|'group'|'global'|'irregular', number of groups) of a sharing partition."""
+    sizes = {len(g) for g in partition}
+    if sizes == {1}:
+        return "head", len(partition)
+    if len(partition) == 1:
+        return "global", 1
+    return ("group", len(partition)) if len(sizes) == 1 else ("irregular", len(partition))
+
+
+def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) -> GaussianEquivalent:
+    """The polynomial of the module docstring for ``config`` (``heads`` may be a SymPy symbol)."""
+    coeff = hermite_data(config.score, config.beta, config.normalisation)
+    H = sp.sympify(config.heads if heads is None else heads)
+    r = config.ratios()
+    n, d, d_k = Dim("n"), Dim("d"), Dim("d_k")
+    d_v = d_k if config.kv != "independent" or config.output == "keys" else Dim("d_v")
+    d_out = d if config.output == "keys" else Dim("d_out")
+    ratios = {n: sp.S.One, d: r["d"], d_k: r["d_k"], d_v: r["d_v"], d_out: r["d_out"]}
+    if config.output == "keys" or config.kv != "independent":
+        ratios[d_k] = r["d_k"]
+    if heads is not None and isinstance(heads, sp.Symbol):  # per-head width follows H d_k = d
+        if r["d_k"] * config.heads == r["d"]:
+            ratios[d_k] = r["d"] / H
+            if d_v != d_k:
+                ratios[d_v] = r["d"] / H
+    X = Gaussian("X", n, d)
+    WQ = Gaussian("W_Q", d, d_k, 1 / ratios[d])
+    WK = Gaussian("W_K", d, d_k, 1 / ratios[d])
+    Z = Gaussian("Z", n, n)
+    mu, sigma = coeff.mu1, sp.sqrt(coeff.sigma2)
+    if config.kv == "tied":
+        V, WV = WK, None
+    elif config.kv == "correlated":
+        WV = Gaussian("W_V", d, d_k, 1 / ratios[d])
+        V = config.rho * WK + sp.sqrt(1 - config.rho**2) * WV
+    else:
+        WV = Gaussian("W_V", d, d_v, 1 / ratios[d])
+        V = WV
+    if config.output == "keys":
+        WO = None
+        out = sp.sqrt(ratios[d] / (H * ratios[d_v])) * WK.T
+    else:
+        WO = Gaussian("W_O", d_v, d_out, 1 / (H * ratios[d_v]))
+        out = WO
+    template = (mu / sp.sqrt(ratios[d_k]) * X * WQ * WK.T * X.T + sigma * Z) * X * V * out
+    lq, gq = _level(config.share_q)
+    lk, gk = _level(config.share_k)
+    lv, gv = _level(config.share_v)
+    grouped = {(lvl, g, part) for lvl, g, part in ((lq, gq, config.share_q), (lk, gk, config.share_k), (lv, gv, config.share_v)) if lvl == "group"}
+    regular = "irregular" not in (lq, lk, lv) and len({part for *_, part in grouped}) <= 1
+    if not regular:
+        return GaussianEquivalent(_explicit(config, template, X, WQ, WK, WV, WO, Z), ratios, coeff)
+    G = sp.Integer(next(iter(grouped))[1]) if grouped else sp.S.One
+    levels = [(X, "global"), (Z, "head"), (WQ, lq), (WK, lk)]
+    if WV is not None:
+        levels.append((WV, lv))
+    if WO is not None:
+        levels.append((WO, "head"))
+    return GaussianEquivalent(ExchangeableSum(template, G, H / G, tuple(levels)), ratios, coeff)
+
+
+def _explicit(config: Config, template: MatrixExpr, X: Gaussian, WQ: Gaussian, WK: Gaussian, WV: Gaussian | None, WO: Gaussian | None, Z: Gaussian) -> MatrixExpr:
+    """The head-by-head sum, one symbol per sharing group (sharing patterns without exchangeable heads)."""
+    terms = []
+    for h in range(config.heads):
+        sub = {
+            WQ: Gaussian(f"W_Q^{{({config.group_of('q', h) + 1})}}", WQ.rows, WQ.cols, WQ.scale),
+            WK: Gaussian(f"W_K^{{({config.group_of('k', h) + 1})}}", WK.rows, WK.cols, WK.scale),
+            Z: Gaussian(f"Z^{{({h + 1})}}", Z.rows, Z.cols, Z.scale),
+        }
+        if WV is not None:
+            sub[WV] = Gaussian(f"W_V^{{({config.group_of('v', h) + 1})}}", WV.rows, WV.cols, WV.scale)
+        if WO is not None:
+            sub[WO] = Gaussian(f"W_O^{{({h + 1})}}", WO.rows, WO.cols, WO.scale)
+        terms.append(template.xreplace(sub))
+    return sp.MatAdd(*terms).doit()
