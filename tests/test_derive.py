@@ -50,7 +50,7 @@ def test_key_built_output_keeps_the_law() -> None:
     assert np.max(np.abs(derive(PRESETS["key-output"]).stieltjes(PROBES) - single)) < 1e-10
 
 
-@pytest.mark.parametrize("heads,groups", [(2, 1), (4, 2)])
+@pytest.mark.parametrize("heads,groups", [(2, 1), pytest.param(4, 2, marks=pytest.mark.slow)])
 def test_exchangeable_reduction_equals_explicit_heads(heads: int, groups: int) -> None:
     # The reduced system (size independent of H) against the head-by-head pencil.
     config = PRESETS["gqa"].replace(heads=heads, d_k="1/%d" % heads, d_v="1/%d" % heads, share_k={"groups": groups}, share_v={"groups": groups})
