@@ -193,6 +193,7 @@ def exchangeable_system(model: ExchangeableSum, pencil: Pencil, ratios: Mapping[
 
     sectors: list[Sector] = []
     readout: dict[sp.Symbol, list[tuple[int, int, int, sp.Expr]]] = {}
+    entries: dict[tuple[int, int, int], sp.Expr] = {}
     for dim, (o_list, b_list) in groups.items():
         for space, mult, lam in spaces:
             if space != "const" and not b_list:
@@ -240,6 +241,7 @@ def exchangeable_system(model: ExchangeableSum, pencil: Pencil, ratios: Mapping[
                     if space == "const" and (a in outer or c in outer):
                         if a in outer and c in outer:
                             readout.setdefault(sym(a, c, None), []).append((s, idx[a], idx[c], sp.S.One))
+                            entries[(s, idx[a], idx[c])] = sym(a, c, None)
                         else:
                             o_blk, b_blk = (a, c) if a in outer else (c, a)
                             readout.setdefault(sym(a, c, None), []).append((s, idx[b_blk], idx[o_blk], sp.S.One))
@@ -259,5 +261,6 @@ def exchangeable_system(model: ExchangeableSum, pencil: Pencil, ratios: Mapping[
         readout={g: tuple(r) for g, r in readout.items()},
         output=sym(pencil.sink, pencil.sink, None),
         parameters=tuple(sorted(params, key=str)),
+        entries=entries,
         notes=(f"exchangeable heads: H = {H} in {G} group(s); orbitals {', '.join(orbits)}",),
     )

@@ -24,7 +24,7 @@ from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 
 from .continuation import BranchError, follow_branch, newton_solve
 from .exchangeable import ExchangeableSum, exchangeable_system
-from .matrices import Dim, Gaussian, gaussians_of
+from .matrices import Dim, Gaussian, gaussians_of, without_powers
 from .numeric import DOUBLE, MP, NumericSystem
 from .pencil import Pencil, linearise
 from .reductions import reduce_system
@@ -75,7 +75,7 @@ def _to_float(expr: Any, values: Mapping[sp.Symbol, Any]) -> float:
 def _norm_bound(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any]) -> float:
     """||Y|| <= sum over monomials |c| prod sqrt(s)(sqrt(a_rows) + sqrt(a_cols)) (limit of Bai–Yin)."""
     alpha = {str(d): _to_float(v, values) for d, v in ratios.items()}
-    expanded = polynomial.doit().expand()
+    expanded = without_powers(polynomial.doit().expand())
     terms = expanded.args if isinstance(expanded, MatAdd) else (expanded,)
     total = 0.0
     for term in terms:
@@ -297,10 +297,10 @@ class SpectralLaw:
                 A = [[real(J[0][i][j]) for j in rest] + [real(Fx[0][i])] for i in range(size)]
                 if num.backend is DOUBLE:
                     delta = np.linalg.solve(np.array(A), np.real(F[0]))
-                    done = np.max(np.abs(delta)) < tol * (1 + abs(xx))
+                    done = np.max(np.abs(delta)) < tol * (1 + abs(xx) + max(abs(v) for v in gg))
                 else:
                     delta = mpmath.lu_solve(mpmath.matrix(A), mpmath.matrix([real(v) for v in F[0]]))
-                    done = mpmath.norm(delta, mpmath.inf) < tol * (1 + abs(xx))
+                    done = mpmath.norm(delta, mpmath.inf) < tol * (1 + abs(xx) + max(abs(v) for v in gg))
                 for k, j in enumerate(rest):
                     gg[j] -= delta[k]
                 xx -= delta[size - 1]
@@ -329,7 +329,7 @@ class SpectralLaw:
         phi0 = curve(m0)
         m1 = m0 + np.sign((x_in - x_out) / phi0) * min(0.5 * abs((x_out - x_in) / phi0), 1e-2 * (1 + abs(m0)))
         with mpmath.workdps(15):
-            m_star = mpmath.findroot(curve, (m0, m1), solver="secant", tol=1e-28, verify=False, maxsteps=100)
+            m_star = mpmath.findroot(curve, (m0, m1), solver="secant", tol=1e-11, verify=False, maxsteps=100)
         curve(float(m_star))
         if abs(x[0] - x_out) > 2 * abs(x_out - x_in) + 1e-12:
             raise BranchError(f"edge refinement near x = {x_out} converged to a distant fold at {x[0]}")
@@ -340,7 +340,9 @@ class SpectralLaw:
             tol = mpmath.mpf(10) ** (-(dps + 10))
             curve = self._fold_curve(num, g, x, tol)
             m0 = g[0][out]
-            m_star = mpmath.findroot(curve, (m0, m0 * (1 + mpmath.mpf(10) ** -8)), solver="secant", tol=tol**2, verify=False, maxsteps=100)
+            # x is quadratic in m - m* at the fold: half the digits of m give all digits of x
+            m_tol = mpmath.mpf(10) ** (-(dps // 2 + 8))
+            m_star = mpmath.findroot(curve, (m0, m0 * (1 + mpmath.mpf(10) ** -8)), solver="secant", tol=m_tol, verify=False, maxsteps=100)
             curve(m_star)
             return +x[0]
 
@@ -486,6 +488,7 @@ class SpectralLaw:
 
 def _evaluate(expr: MatrixExpr, real: Mapping[Gaussian, np.ndarray], sizes: Mapping[str, int], values: Mapping[sp.Symbol, Any]) -> np.ndarray:
     """A numpy realisation of a polynomial from realisations of its Gaussians."""
+    expr = without_powers(expr)
     if isinstance(expr, Gaussian):
         return real[expr]
     if isinstance(expr, Transpose):

@@ -14,9 +14,9 @@ from typing import Any
 
 import sympy as sp
 from sympy.core.symbol import Str
-from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, MatrixSymbol, Transpose
+from sympy.matrices.expressions import MatAdd, MatMul, MatPow, MatrixExpr, MatrixSymbol, Transpose
 
-__all__ = ["Dim", "Gaussian", "ShapeMismatch", "dims_of", "gaussians_of", "is_polynomial"]
+__all__ = ["Dim", "Gaussian", "ShapeMismatch", "dims_of", "gaussians_of", "is_polynomial", "without_powers"]
 
 
 class ShapeMismatch(ValueError):
@@ -131,6 +131,19 @@ def is_polynomial(expr: Any) -> bool:
     """True for a matrix expression built from Gaussians, identities, sums, products, transposes."""
     if isinstance(expr, (Gaussian, sp.Identity, sp.ZeroMatrix)):
         return True
+    if isinstance(expr, MatPow):
+        return expr.exp.is_Integer and expr.exp > 0 and is_polynomial(expr.base)
     if isinstance(expr, (MatMul, MatAdd, Transpose)):
         return all(is_polynomial(a) for a in expr.args if isinstance(a, MatrixExpr))
     return False
+
+
+def without_powers(expr: Any) -> Any:
+    """``expr`` with every positive integer power A**k written as the product A A ... A.
+
+    SymPy turns ``Z @ Z`` into ``Z**2``; the pencil and the evaluators read products.
+    """
+    return expr.replace(
+        lambda e: isinstance(e, MatPow) and e.exp.is_Integer and e.exp > 0,
+        lambda e: MatMul(*([e.base] * int(e.exp))),
+    )

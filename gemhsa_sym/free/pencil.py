@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 
-from .matrices import Dim, Gaussian, is_polynomial
+from .matrices import Dim, Gaussian, is_polynomial, without_powers
 
 __all__ = ["Block", "Placement", "Constant", "Pencil", "linearise"]
 
@@ -178,7 +178,7 @@ def linearise(polynomial: MatrixExpr) -> Pencil:
             if names.setdefault(g.name, g) != g:
                 raise ValueError(f"two different Gaussian matrices are both called {g.name}: {names[g.name]!r} and {g!r}")
     graph = _Graph([polynomial.rows, polynomial.cols])
-    graph.build(polynomial, 0, 1, sp.S.One)
+    graph.build(without_powers(polynomial), 0, 1, sp.S.One)
     m = len(graph.dims) - 2
     blocks = [Block("s", graph.dims[0]), Block("t", graph.dims[1])]
     blocks += [Block(f"v{i + 1}", graph.dims[2 + i]) for i in range(m)]

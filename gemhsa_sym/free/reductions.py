@@ -47,6 +47,7 @@ def _substitute(system: DysonSystem, zero: set[sp.Symbol], rep: Mapping[sp.Symbo
         output=rep[system.output],
         parameters=system.parameters,
         notes=system.notes + (note,),
+        entries={k: (sp.S.Zero if g in zero else rep[g]) for k, g in system.entries.items()},
     )
 
 

@@ -75,40 +75,56 @@ class DysonSystem:
     output: sp.Symbol
     parameters: tuple[sp.Symbol, ...]
     notes: tuple[str, ...] = field(default=())
+    entries: Mapping[tuple[int, int, int], sp.Expr] = field(default_factory=dict)
 
     def unknown_matrix(self, s: int) -> sp.Matrix:
-        """The matrix of unknowns of sector s that the read-out fills (diagonal read-outs)."""
+        """M_s^{-1} written with the unknowns (``entries``); other entries get auxiliary symbols K."""
         sec = self.sectors[s]
         G = sp.zeros(sec.size, sec.size)
-        for g in self.unknowns:
-            for si, a, b, c in self.readout[g]:
-                if si == s and c == 1:
-                    G[a, b] = G[b, a] = g
+        for a in range(sec.size):
+            for b in range(a, sec.size):
+                value = self.entries.get((s, a, b))
+                if value is None:
+                    value = sp.Symbol(f"K^{{({sec.name})}}_{{{sec.labels[a]},{sec.labels[b]}}}")
+                G[a, b] = G[b, a] = value
         return G
 
+    def readout_equations(self) -> list[sp.Eq]:
+        """g_j = sum c (M^{-1})_ab for the unknowns not already entries of an inverse."""
+        eqs = []
+        for g in self.unknowns:
+            reads = self.readout[g]
+            if len(reads) == 1 and reads[0][3] == 1 and self.entries.get(reads[0][:3]) == g:
+                continue
+            rhs = sp.Add(*[c * self.unknown_matrix(s)[a, b] for s, a, b, c in reads])
+            eqs.append(sp.Eq(g, rhs))
+        return eqs
+
     def equations(self) -> list[sp.Eq]:
-        """One matrix equation per sector, G_sector * M_sector = I (DESIGN §1.4)."""
+        """G_s M_s = I per sector (DESIGN §1.4), then the read-out equations of the other unknowns."""
         return [
             sp.Eq(sp.MatMul(self.unknown_matrix(s), self.sectors[s].matrix()), sp.eye(sec.size), evaluate=False)
             for s, sec in enumerate(self.sectors)
-        ]
+        ] + self.readout_equations()
 
     def polynomial_equations(self) -> list[sp.Expr]:
-        """Scalar polynomial equations (G M - I)_ab = 0 over the upper triangles of every sector."""
+        """Scalar polynomial equations: entries of G_s M_s - I and the read-outs (as lhs - rhs)."""
         eqs: list[sp.Expr] = []
         for s, sec in enumerate(self.sectors):
             P = (self.unknown_matrix(s) * sec.matrix() - sp.eye(sec.size)).applyfunc(sp.expand)
             for a in range(sec.size):
                 for b in range(sec.size):
-                    if P[a, b] != 0 and sp.expand(P[a, b]) not in eqs:
+                    if P[a, b] != 0 and P[a, b] not in eqs:
                         eqs.append(P[a, b])
+        eqs += [sp.expand(e.lhs - e.rhs) for e in self.readout_equations()]
         return eqs
 
     def __str__(self) -> str:
         lines = [f"unknowns ({len(self.unknowns)}): {', '.join(map(str, self.unknowns))}", f"m(w) = {self.output}"]
         for s, sec in enumerate(self.sectors):
-            lines.append(f"sector {sec.name}: G = M^-1 with M =")
+            lines.append(f"sector {sec.name}: {self.unknown_matrix(s).tolist()} = M^-1 with M =")
             lines.append("  " + str(sec.matrix().tolist()))
+        lines.extend(str(e) for e in self.readout_equations())
         lines.extend(self.notes)
         return "\n".join(lines)
 
@@ -117,6 +133,7 @@ class DysonSystem:
             printer._print(self.unknown_matrix(s)) + " = " + printer._print(sec.matrix()) + "^{-1}"
             for s, sec in enumerate(self.sectors)
         ]
+        rows += [printer._print(e) for e in self.readout_equations()]
         return r"\begin{gathered}" + r" \\ ".join(rows) + r"\end{gathered}"
 
 
@@ -172,6 +189,7 @@ def dyson_system(pencil: Pencil, ratios: Mapping[Dim, sp.Expr]) -> DysonSystem:
 
     sectors = []
     readout: dict[sp.Symbol, tuple[tuple[int, int, int, sp.Expr], ...]] = {}
+    entries: dict[tuple[int, int, int], sp.Expr] = {}
     unknowns: list[sp.Symbol] = []
     for s, (dim, members) in enumerate(groups.items()):
         wc = {(where[pencil.sink][1], where[pencil.sink][1]): sp.S.One} if where[pencil.sink][0] == s else {}
@@ -189,6 +207,7 @@ def dyson_system(pencil: Pencil, ratios: Mapping[Dim, sp.Expr]) -> DysonSystem:
                 g = _pair_symbol(names, a, members[ib])
                 unknowns.append(g)
                 readout[g] = ((s, ia, ib, sp.S.One),)
+                entries[(s, ia, ib)] = g
     params = set()
     for sec in sectors:
         for v in list(sec.const.values()) + [c for t in sec.lin.values() for c in t.values()]:
@@ -199,4 +218,5 @@ def dyson_system(pencil: Pencil, ratios: Mapping[Dim, sp.Expr]) -> DysonSystem:
         readout=readout,
         output=_pair_symbol(names, pencil.sink, pencil.sink),
         parameters=tuple(sorted(params, key=str)),
+        entries=entries,
     )
