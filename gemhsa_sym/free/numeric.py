@@ -11,7 +11,7 @@ drivers in :mod:`.continuation` own tolerances and verification.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -42,10 +42,24 @@ class _Double:
         return np.asarray(values, dtype=complex)
 
     def inv(self, M: np.ndarray) -> np.ndarray:
-        return np.linalg.inv(M)
+        try:
+            return np.linalg.inv(M)
+        except np.linalg.LinAlgError:  # NaN marks the singular points; the driver rejects them
+            return np.stack([self._or_nan(np.linalg.inv, m) for m in M])
 
     def solve(self, J: np.ndarray, F: np.ndarray) -> np.ndarray:
-        return np.linalg.solve(J, F[..., None])[..., 0]
+        try:
+            return np.linalg.solve(J, F[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            return np.stack([self._or_nan(lambda a, f=f: np.linalg.solve(a, f), j) for j, f in zip(J, F)])
+
+    @staticmethod
+    def _or_nan(op: Callable[[np.ndarray], np.ndarray], a: np.ndarray) -> np.ndarray:
+        try:
+            return op(a)
+        except np.linalg.LinAlgError:
+            shape = a.shape if op is np.linalg.inv else a.shape[:1]
+            return np.full(shape, np.nan, dtype=complex)
 
     def abs(self, x: np.ndarray) -> np.ndarray:
         return np.abs(x)
