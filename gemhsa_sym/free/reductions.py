@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 import sympy as sp
 
-from .continuation import follow_branch
+from .continuation import BranchError, follow_branch
 from .numeric import DOUBLE, NumericSystem
 from .system import DysonSystem, Sector
 
@@ -92,7 +92,7 @@ def reduce_system(system: DysonSystem, values: Mapping[sp.Symbol, object], scale
         reduced = _substitute(system, zeros, mapping, note)
         try:
             check = follow_branch(NumericSystem.build(reduced, values, DOUBLE), pts[3:], top=top, floor=1e-12 * scale)
-        except np.linalg.LinAlgError:
+        except (np.linalg.LinAlgError, BranchError):
             continue
         if check.ok.all() and abs(check.m[0] - br.m[3]) <= 1e-8 * (1 + abs(br.m[3])):
             return reduced
