@@ -58,8 +58,13 @@ def _probe_points(scale: float) -> np.ndarray:
 def reduce_system(system: DysonSystem, values: Mapping[sp.Symbol, object], scale: float) -> DysonSystem:
     """Remove vanishing unknowns and merge equal ones, verified on the physical branch."""
     full = NumericSystem.build(system, values, DOUBLE)
-    pts = _probe_points(scale)
     top = 8.0 * scale + 8.0
+    # probe where the spectrum lives (about its mean), not at the norm bound, where
+    # unknowns that decay like 1/w^2 would be mistaken for zeros
+    far = 1j * (scale + 1.0)
+    m_far = follow_branch(full, np.array([far]), top=top, floor=1e-12 * scale).m[0]
+    mean = float(np.real(far * (far * m_far - 1)))
+    pts = _probe_points(min(max(mean, 1e-6 * scale), scale))
     br = follow_branch(full, pts, top=top, floor=1e-12 * scale)
     if not np.all(br.ok):
         raise RuntimeError("reduction: the full system could not be solved at the probe points")
