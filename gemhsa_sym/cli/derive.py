@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     law = derive(config)
     derived = time.perf_counter() - start
-    moments = law.moments(3)
+    moments = law.numeric_moments(3)
     edges = law.edges(args.dps)
     atoms = law.atoms()
     report = {

@@ -444,7 +444,7 @@ class SpectralLaw:
             lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
         return hi if hi.ndim else float(hi)
 
-    def moments(self, k: int, points: int = 512) -> np.ndarray:
+    def numeric_moments(self, k: int, points: int = 512) -> np.ndarray:
         """mu_1..mu_k by the trapezoidal rule on a circle enclosing the support.
 
         mu_j = (1/2 pi i) oint w^j m(w) dw; on |w| = R the rule converges like
