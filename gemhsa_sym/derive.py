@@ -6,10 +6,13 @@ import sympy as sp
 
 from .config import Config
 from .free.law import SpectralLaw
-from .hermite import HermiteData
-from .model import gaussian_equivalent
+from .hermite import HermiteData, hermite_data
+from .model import MU1, SIGMA, gaussian_equivalent
 
-__all__ = ["AttentionLaw", "derive"]
+__all__ = ["AttentionLaw", "BETA", "derive"]
+
+#: The inverse temperature in symbolic moments.
+BETA = sp.Symbol("beta", real=True)
 
 
 class AttentionLaw(SpectralLaw):
@@ -19,7 +22,19 @@ class AttentionLaw(SpectralLaw):
         self.config = config
         ge = gaussian_equivalent(config, heads)
         self.coefficients: HermiteData = ge.coefficients
-        super().__init__(ge.model, ge.ratios, values)
+        super().__init__(ge.model, ge.ratios, {**ge.values, **(values or {})})
+
+    def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:
+        """Exact mu_1..mu_k; with ``symbolic``, in beta when the score's Hermite data has a
+        closed form (else in mu_1 and sigma), and in H when the heads are symbolic."""
+        if not symbolic:
+            return super().moments(k)
+        out = super().moments(k, symbolic=True)
+        h = hermite_data(self.config.score, BETA, self.config.normalisation)
+        if not h.exact:
+            return out
+        sub = {MU1: h.mu1, SIGMA: sp.sqrt(h.sigma2)}
+        return [sp.expand(m.subs(sub)) for m in out]
 
 
 def derive(config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None) -> AttentionLaw:

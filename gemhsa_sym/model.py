@@ -6,6 +6,8 @@ c_0 11^T + mu_1 S0^h + sigma Z^h is, up to a rank-one term,
 
     Y = sum_h (mu_1 / sqrt(a_dk) X W_Q^h W_K^hT X^T + sigma Z^h) X V^h W_O^h
 
+with the symbols mu_1 and sigma (their values are the score's Hermite data)
+
 with X (n x d, scale 1), W_Q, W_K (d x d_k, scale 1/a_d), W_V (d x d_v,
 scale 1/a_d), W_O^h (d_v x d_out, scale 1/(H a_dv)), Z^h (n x n, scale 1),
 and the spectral object Y_c^T Y_c / n has the law of Y^T Y. Sharing and
@@ -26,16 +28,25 @@ from .free.exchangeable import ExchangeableSum
 from .free.matrices import Dim, Gaussian
 from .hermite import HermiteData, hermite_data
 
-__all__ = ["GaussianEquivalent", "gaussian_equivalent"]
+__all__ = ["MU1", "SIGMA", "GaussianEquivalent", "gaussian_equivalent"]
+
+#: The Gaussian-equivalence coefficients as symbols of the model (DESIGN §1.3).
+MU1 = sp.Symbol("mu_1", real=True)
+SIGMA = sp.Symbol("sigma", nonnegative=True)
 
 
 @dataclass(frozen=True)
 class GaussianEquivalent:
-    """The Gaussian-equivalent model: an exchangeable head sum or an explicit polynomial."""
+    """The Gaussian-equivalent model: an exchangeable head sum or an explicit polynomial in mu_1, sigma."""
 
     model: ExchangeableSum | MatrixExpr
     ratios: dict[Dim, sp.Expr]
     coefficients: HermiteData
+
+    @property
+    def values(self) -> dict[sp.Symbol, sp.Expr]:
+        """The values of mu_1 and sigma."""
+        return {MU1: self.coefficients.mu1, SIGMA: sp.sqrt(self.coefficients.sigma2)}
 
 
 def _level(partition: tuple[tuple[int, ...], ...]) -> tuple[str, int]:
@@ -68,7 +79,7 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     WQ = Gaussian("W_Q", d, d_k, 1 / ratios[d])
     WK = Gaussian("W_K", d, d_k, 1 / ratios[d])
     Z = Gaussian("Z", n, n)
-    mu, sigma = coeff.mu1, sp.sqrt(coeff.sigma2)
+    mu, sigma = MU1, SIGMA
     if config.kv == "tied":
         V, WV = WK, None
     elif config.kv == "correlated":

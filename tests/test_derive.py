@@ -55,10 +55,10 @@ def test_exchangeable_reduction_equals_explicit_heads(heads: int, groups: int) -
     # The reduced system (size independent of H) against the head-by-head pencil.
     config = PRESETS["gqa"].replace(heads=heads, d_k="1/%d" % heads, d_v="1/%d" % heads, share_k={"groups": groups}, share_v={"groups": groups})
     ge = gaussian_equivalent(config)
-    reduced = SpectralLaw(ge.model, ge.ratios)
-    explicit = SpectralLaw(ge.model.expand(), ge.ratios)
-    unreduced = SpectralLaw(ge.model, ge.ratios, reduce=False)
-    assert len(unreduced.system.unknowns) < len(SpectralLaw(ge.model.expand(), ge.ratios, reduce=False).system.unknowns)
+    reduced = SpectralLaw(ge.model, ge.ratios, ge.values)
+    explicit = SpectralLaw(ge.model.expand(), ge.ratios, ge.values)
+    unreduced = SpectralLaw(ge.model, ge.ratios, ge.values, reduce=False)
+    assert len(unreduced.system.unknowns) < len(SpectralLaw(ge.model.expand(), ge.ratios, ge.values, reduce=False).system.unknowns)
     assert np.max(np.abs(reduced.stieltjes(PROBES) - explicit.stieltjes(PROBES))) < 1e-10
 
 

@@ -56,7 +56,7 @@ def _document(law: AttentionLaw, report: dict) -> str:
     c = law.coefficients
     edges = ", ".join(f"{e['location'][:20]}" for e in report["edges"]) or "none"
     atoms = ", ".join(f"{a['mass']:.12g} at {a['location']:g}" for a in report["atoms"]) or "none"
-    moments = r" \\ ".join(rf"\mu_{k + 1} &\approx {m['float']:.12g}" for k, m in enumerate(report["moments"]))
+    moments = r" \\ ".join(rf"\mu_{k + 1} &= {sp.latex(sp.sympify(m['exact']))} \approx {m['float']:.12g}" for k, m in enumerate(report["moments"]))
     return "\n".join([
         r"\documentclass{article}",
         r"\usepackage{amsmath,amssymb}",
@@ -108,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     law = derive(config)
     derived = time.perf_counter() - start
-    moments = law.numeric_moments(3)
+    moments = law.moments(3)
+    general = law.moments(3, symbolic=True)
     edges = law.edges(args.dps)
     atoms = law.atoms()
     report = {
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         "coefficients": law.coefficients.as_dict(),
         "model": str(law.model),
         "unknowns": len(law.system.unknowns),
-        "moments": [{"exact": None, "float": float(m)} for m in moments],
+        "moments": [{"exact": str(m), "symbolic": str(g), "float": float(sp.N(m, 20))} for m, g in zip(moments, general)],
         "edges": [{"location": str(e.location), "side": e.side, "hard": e.hard, "refined": e.refined} for e in edges],
         "atoms": [{"location": a.location, "mass": a.mass, "error": a.error, "exact": None if a.exact is None else str(a.exact)} for a in atoms],
         "timing": {"derive_s": derived, "total_s": time.perf_counter() - start},
@@ -133,8 +134,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"coefficients: mu_1 = {c.mu1}, sigma^2 = {c.sigma2}")
     print(f"model: Y = {law.model}")
     print(f"reduced Dyson system:\n{law.system}")
-    for k, m in enumerate(moments, 1):
-        print(f"moment {k}: {m:.12g}")
+    for k, (m, g) in enumerate(zip(moments, general), 1):
+        print(f"moment {k}: {g}\n          = {m} = {float(sp.N(m, 20)):.15g}")
     for e in edges:
         print(f"edge ({e.side}{', hard' if e.hard else ''}{'' if e.refined else ', double precision only'}): {e.location}")
     for a in atoms:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .numeric import DOUBLE, NumericSystem, newton_iterates
 
@@ -132,9 +133,16 @@ def follow_branch(system: NumericSystem, w: np.ndarray, top: float, floor: float
     w = np.atleast_1d(np.asarray(w, dtype=complex))
     if w.ndim != 1:
         raise ValueError("w: expected a one-dimensional array of targets")
-    re, im = w.real.copy(), w.imag.copy()
-    if np.any(im < 0):
+    if np.any(w.imag < 0):
         raise ValueError("w: targets must lie in the closed upper half plane (use conjugation below it)")
+    # batches of small matrices: BLAS threads only add contention
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _follow(system, w, top, floor, tol)
+
+
+def _follow(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float) -> Branch:
+    """The body of :func:`follow_branch` on validated targets."""
+    re, im = w.real.copy(), w.imag.copy()
     stop = np.maximum(im, floor)
     y = np.maximum(top, im)
     g = _fixed_point_start(system, re + 1j * y, tol)

@@ -28,6 +28,7 @@ from .matrices import Dim, Gaussian, gaussians_of, without_powers
 from .numeric import DOUBLE, MP, NumericSystem
 from .pencil import Pencil, linearise
 from .reductions import reduce_system
+from .series import moment_series
 from .system import DysonSystem, dyson_system
 
 __all__ = ["Atom", "Edge", "SpectralLaw", "spectral_law"]
@@ -107,7 +108,10 @@ class SpectralLaw:
         for d, v in self.ratios.items():
             if v.is_positive is False:
                 raise ValueError(f"ratios: the ratio of {d} must be positive, got {v}")
-        self.values = {sp.Symbol(str(k)) if isinstance(k, str) else k: sp.sympify(v) for k, v in (values or {}).items()}
+        exprs = [model.heads, model.template] if isinstance(model, ExchangeableSum) else [model]
+        named = {str(p): p for e in [*exprs, *self.ratios.values()] for p in sp.sympify(e).free_symbols if isinstance(p, sp.Symbol)}
+        # a value given by name is the value of the model's parameter of that name, whatever its assumptions
+        self.values = {named.get(str(k), sp.Symbol(str(k))): sp.sympify(v) for k, v in (values or {}).items()}
         if isinstance(model, ExchangeableSum):
             self.pencil: Pencil = linearise(model.template)
             self.pencil.check()
@@ -124,7 +128,9 @@ class SpectralLaw:
         else:
             bound = _norm_bound(model, self.ratios, probe)
         self.scale = bound**2
+        self.full_system = full
         self.system: DysonSystem = reduce_system(full, probe, self.scale) if reduce else full
+        self._exact_moments: list[sp.Expr] = []
         self._top = 8.0 * self.scale + 8.0
         self._floor = 1e-13 * self.scale
 
@@ -219,8 +225,9 @@ class SpectralLaw:
         (in double precision, until the system becomes too ill-conditioned).
 
         The continuous part contributes O(y) without mass near 0 and O(y^(1/2)),
-        O(y^(1/3)) near a hard edge, so the deepest estimate (at least 1e-15 * scale)
-        is accurate to about 1e-5 or better; the error reported is the change over the last decade.
+        O(y^(1/3)) near a hard edge, while rounding grows as the system becomes
+        ill-conditioned: of the estimates below 1e-13 * scale, the one that
+        changed least over its decade is kept, and that change is the error reported.
         """
         ys = self.scale * 10.0 ** -np.arange(2, 61)
         br = follow_branch(self._double, 1j * ys, top=self._top, floor=ys.min() / 10)
@@ -228,7 +235,9 @@ class SpectralLaw:
         if depth < 14:
             raise BranchError("atom at zero: the continuation down the imaginary axis failed early")
         a = np.real(1j * ys[:depth] * br.m[:depth])
-        mass, err = float(a[-1]), float(abs(a[-1] - a[-2]))
+        change = np.abs(np.diff(a))[12:]  # change into decade k + 13, k >= 0
+        best = 13 + int(np.argmin(change))
+        mass, err = float(a[best]), float(change[best - 13])
         if mass < 1e-6:  # below the accuracy of the estimate near a hard edge
             return None
         frac = Fraction(mass).limit_denominator(10_000)
@@ -443,6 +452,19 @@ class SpectralLaw:
             below = self.cdf(mid) < qa
             lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
         return hi if hi.ndim else float(hi)
+
+    def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:
+        """Exact mu_1..mu_k, from the full Dyson system as a power series in 1/w (:mod:`.series`).
+
+        Parameters keep their symbols with ``symbolic``; otherwise the law's
+        values are substituted.
+        """
+        if k < 1:
+            raise ValueError("k: need at least one moment")
+        if len(self._exact_moments) < k:
+            self._exact_moments = moment_series(self.full_system, k)
+        out = self._exact_moments[:k]
+        return out if symbolic else [sp.expand(m.subs(self.values)) for m in out]
 
     def numeric_moments(self, k: int, points: int = 512) -> np.ndarray:
         """mu_1..mu_k by the trapezoidal rule on a circle enclosing the support.

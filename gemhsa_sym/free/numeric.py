@@ -105,6 +105,26 @@ def _number(expr: sp.Expr, values: Mapping[sp.Symbol, object], backend: Backend)
     return mpmath.mpmathify(sp.N(e, mpmath.mp.dps + 5))
 
 
+def _nonzeros(C: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Positions (a, d) and (b, c) of the nonzero entries of the T_i and C_j, and their weights
+    as (entries x unknowns) matrices, for the sparse Jacobian of :meth:`NumericSystem.residual_jacobian`."""
+    out: list[np.ndarray] = []
+    for X in (T, C):
+        j, a, b = np.nonzero(np.vectorize(bool, otypes=[bool])(X)) if X.size else (np.array([], int),) * 3
+        weights = np.zeros((len(j), X.shape[0]), dtype=X.dtype)
+        if X.dtype == object:
+            weights[...] = X.flat[0] * 0 if X.size else 0
+        weights[np.arange(len(j)), j] = X[j, a, b]
+        out += [a, b, weights]
+    return tuple(out)
+
+
+def _contract(X: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """sum_ab X[..., a, b] T[j, a, b] as one matrix product (batched over the leading axes of X)."""
+    k = T.shape[-1] * T.shape[-2]
+    return X.reshape(*X.shape[:-2], k) @ T.reshape(len(T), k).T
+
+
 @dataclass(frozen=True)
 class NumericSystem:
     """Arrays A, E, C, T per sector: M = A + w E + sum_j g_j C_j, g_j = sum T_j * M^{-1}."""
@@ -115,6 +135,7 @@ class NumericSystem:
     T: tuple[np.ndarray, ...]
     output: int
     backend: Backend
+    sparse: tuple[tuple[np.ndarray, ...], ...] = ()
 
     @classmethod
     def build(cls, system: DysonSystem, values: Mapping[sp.Symbol, object], backend: Backend) -> "NumericSystem":
@@ -148,7 +169,7 @@ class NumericSystem:
         for g, reads in system.readout.items():
             for s, i, j, v in reads:
                 T[s][index[g], i, j] += num(v)
-        return cls(tuple(A), tuple(E), tuple(C), tuple(T), index[system.output], backend)
+        return cls(tuple(A), tuple(E), tuple(C), tuple(T), index[system.output], backend, tuple(_nonzeros(c, t) for c, t in zip(C, T)))
 
     @property
     def size(self) -> int:
@@ -156,13 +177,13 @@ class NumericSystem:
 
     def sector_matrices(self, w: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
         """M_s(g, w) for every sector, batched over the leading axis of w and g."""
-        return [A + w[:, None, None] * E + np.einsum("pj,jab->pab", g, C) for A, E, C in zip(self.A, self.E, self.C)]
+        return [A + w[:, None, None] * E + (g @ C.reshape(len(C), -1)).reshape(len(g), *A.shape) for A, E, C in zip(self.A, self.E, self.C)]
 
     def readout(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
         """R(g, w): the unknowns read from the sector inverses."""
         out = np.zeros_like(g)
         for M, T in zip(self.sector_matrices(w, g), self.T):
-            out = out + np.einsum("jab,pab->pj", T, self.backend.inv(M))
+            out = out + _contract(self.backend.inv(M), T)
         return out
 
     def residual(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -178,11 +199,13 @@ class NumericSystem:
             J = np.empty((P, m, m), dtype=object)
             for p in range(P):
                 J[p] = np.array([[mpmath.mpf(int(i == j)) for j in range(m)] for i in range(m)], dtype=object)
-        for M, C, T in zip(self.sector_matrices(w, g), self.C, self.T):
+        for M, T, sparse in zip(self.sector_matrices(w, g), self.T, self.sparse):
             R = self.backend.inv(M)
-            F = F - np.einsum("jab,pab->pj", T, R)
-            RCR = np.einsum("pab,jbc,pcd->pjad", R, C, R)
-            J = J + np.einsum("iad,pjad->pij", T, RCR)
+            F = F - _contract(R, T)
+            # J_ij = sum T_i[a,d] C_j[b,c] R[a,b] R[c,d] over the nonzeros of T_i and C_j
+            ta, td, TI, cb, cc, CJ = sparse
+            Q = R[:, ta[:, None], cb[None, :]] * R[:, cc[None, :], td[:, None]]
+            J = J + TI.T @ (Q @ CJ)
         return F, J
 
     def dF_dw(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -190,7 +213,7 @@ class NumericSystem:
         out = np.zeros_like(g)
         for M, E, T in zip(self.sector_matrices(w, g), self.E, self.T):
             R = self.backend.inv(M)
-            out = out + np.einsum("jad,pad->pj", T, np.einsum("pab,bc,pcd->pad", R, E, R))
+            out = out + _contract(R @ E @ R, T)
         return out
 
 
