@@ -21,6 +21,11 @@ class AttentionLaw(SpectralLaw):
         self.coefficients: HermiteData = ge.coefficients
         super().__init__(ge.model, ge.ratios, values)
 
+    @property
+    def named_constants(self) -> dict[sp.Symbol, sp.Expr]:
+        """mu_1 and sigma^2 as the symbols ``mu1`` and ``sigma2`` where they are irrational (DESIGN §1.5)."""
+        return {sp.Symbol("mu1", positive=True): self.coefficients.mu1, sp.Symbol("sigma2", positive=True): self.coefficients.sigma2}
+
 
 def derive(config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None) -> AttentionLaw:
     """Gaussian-equivalent model, reduced Dyson system and solution for ``config``.
