@@ -497,20 +497,27 @@ class SpectralLaw:
         g = self._branch(np.array(points))
         return [(w, self._refine(w, g0, dps)) for w, g0 in zip(points, g)]
 
-    @functools.lru_cache(maxsize=4)
     def algebraic(self, time_limit: float = 20.0, backend: str | None = None) -> Any:
         """P(m, w) = 0 for m(w) by exact elimination (:func:`.elimination.eliminate`), or the reason there is none.
 
         ``time_limit`` (seconds) bounds each attempt: parameters symbolic, then at their values.
+        Cached per (time_limit, backend).
         """
+        return self._algebraic(float(time_limit), backend)
+
+    @functools.lru_cache(maxsize=4)
+    def _algebraic(self, time_limit: float, backend: str | None) -> Any:
         from .elimination import eliminate
 
         return eliminate(self.system, self.values, self._solutions(), time_limit, backend, self.named_constants)
 
-    @functools.lru_cache(maxsize=4)
     def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0) -> Any:
         """Real roots of the discriminant of P classified by the physical branch
         (:func:`.algebraic.classify_edges`); None when there is no P."""
+        return self._algebraic_edges(int(dps), float(time_limit))
+
+    @functools.lru_cache(maxsize=4)
+    def _algebraic_edges(self, dps: int, time_limit: float) -> Any:
         from .algebraic import classify_edges
 
         elimination = self.algebraic(time_limit)
