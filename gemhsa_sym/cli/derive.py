@@ -122,6 +122,23 @@ def run(args: argparse.Namespace) -> int:
         "atoms": [{"location": a.location, "mass": a.mass, "error": a.error, "exact": None if a.exact is None else str(a.exact)} for a in atoms],
         "timing": {"derive_s": derived, "total_s": time.perf_counter() - start},
     }
+    elimination = law.algebraic()
+    classified = law.algebraic_edges(args.dps) if elimination.polynomial is not None else None
+    report["polynomial"] = None if elimination.polynomial is None else str(elimination.polynomial)
+    report["polynomial_reason"] = elimination.reason
+    report["polynomial_info"] = {
+        "variables": "P(m, w) = 0, m(w) = (1/q) tr (w - Y^T Y)^{-1}",
+        "degree_m": elimination.degree_m,
+        "degree_w": elimination.degree_w,
+        "symbolic": {str(k): str(v) for k, v in elimination.values.items()},
+        "substituted": {str(k): str(v) for k, v in elimination.substituted.items()},
+        "backend": elimination.backend,
+        "seconds": elimination.seconds,
+    }
+    report["edge_candidates"] = [] if classified is None else [{"location": str(sp.Float(c.location, args.dps)), "kind": c.kind} for c in classified.candidates]
+    report["algebraic_edges"] = [] if classified is None else [{"location": str(sp.Float(e.location, args.dps)), "side": e.side, "hard": e.hard} for e in classified.edges]
+    report["cusps"] = [] if classified is None else [str(sp.Float(c, args.dps)) for c in classified.cusps]
+    report["gaps"] = [] if classified is None else [[str(sp.Float(a, args.dps)), str(sp.Float(b, args.dps))] for a, b in classified.gaps]
     if grid is not None:
         report["density"] = {"x": grid.tolist(), "density": law.density(grid).tolist()}
     if args.latex:

@@ -507,6 +507,51 @@ class SpectralLaw:
             out.append(np.sort(np.concatenate([np.zeros(q - ev.size), ev])))
         return np.array(out)
 
+    # ---- algebraic equation: elimination, discriminant edges, closed form ----------------
+    @property
+    def named_constants(self) -> dict[sp.Symbol, sp.Expr]:
+        """Names for irrational numbers of the system, kept as symbols in P(m, w) (none here)."""
+        return {}
+
+    def _solutions(self, dps: int = 40) -> list[tuple[complex, np.ndarray]]:
+        """The physical solution at three generic points of the upper half plane, to ``dps`` digits."""
+        points = [complex(self.scale * z) for z in (0.37 + 0.61j, 1.13 + 0.29j, -0.71 + 0.47j)]
+        g = self._branch(np.array(points))
+        return [(w, self._refine(w, g0, dps)) for w, g0 in zip(points, g)]
+
+    def algebraic(self, time_limit: float = 20.0, backend: str | None = None) -> Any:
+        """P(m, w) = 0 for m(w) by exact elimination (:func:`.elimination.eliminate`), or the reason there is none.
+
+        ``time_limit`` (seconds) bounds each attempt: parameters symbolic, then at their values.
+        Cached per (time_limit, backend).
+        """
+        return self._algebraic(float(time_limit), backend)
+
+    @functools.lru_cache(maxsize=4)
+    def _algebraic(self, time_limit: float, backend: str | None) -> Any:
+        from .elimination import eliminate
+
+        return eliminate(self.system, self.values, self._solutions(), time_limit, backend, self.named_constants)
+
+    def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0) -> Any:
+        """Real roots of the discriminant of P classified by the physical branch
+        (:func:`.algebraic.classify_edges`); None when there is no P."""
+        return self._algebraic_edges(int(dps), float(time_limit))
+
+    @functools.lru_cache(maxsize=4)
+    def _algebraic_edges(self, dps: int, time_limit: float) -> Any:
+        from .algebraic import classify_edges
+
+        elimination = self.algebraic(time_limit)
+        return None if elimination.polynomial is None else classify_edges(self, elimination, dps)
+
+    def density_closed_form(self, x: sp.Symbol | None = None, time_limit: float = 20.0) -> sp.Expr | None:
+        """The density in radicals where P has degree <= 4 in m (:func:`.algebraic.density_closed_form`)."""
+        from .algebraic import density_closed_form
+
+        elimination = self.algebraic(time_limit)
+        return None if elimination.polynomial is None else density_closed_form(self, elimination, x)
+
 
 def _evaluate(expr: MatrixExpr, real: Mapping[Gaussian, np.ndarray], sizes: Mapping[str, int], values: Mapping[sp.Symbol, Any]) -> np.ndarray:
     """A numpy realisation of a polynomial from realisations of its Gaussians."""

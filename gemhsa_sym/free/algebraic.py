@@ -1,0 +1,214 @@
+"""What the algebraic equation P(m, w) = 0 gives: support edges and closed-form densities (DESIGN §1.5).
+
+Support edges are branch points of m(w) on the real axis, so they are real
+roots of the discriminant of P in m, or of its leading coefficient (where a
+root escapes to infinity, e.g. a hard edge at 0). Not every such root is an
+edge: the discriminant also vanishes where two *other* sheets meet, or
+inside the support. Each real root is classified by the physical branch,
+i.e. by the density just left and right of it (the numeric continuation of
+:class:`~.law.SpectralLaw`): a lower or upper edge where the density turns on
+or off, a cusp where it touches zero inside the support, otherwise not an
+edge (outside or inside the support). Roots come from the exact discriminant
+(factored over Q; symbols standing for irrational constants substituted at
+high precision) and carry the requested number of digits.
+
+Where P has degree at most 4 in m its roots are radicals; the density is
+-Im r(x)/pi for the root expression r that matches the physical branch on
+the support (checked numerically at several points of every interval).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .elimination import M, Elimination
+from .system import W
+
+if TYPE_CHECKING:
+    from .law import Edge, SpectralLaw
+
+try:
+    import flint
+except ImportError:  # optional extra: python-flint
+    flint = None
+
+__all__ = ["Candidate", "EdgeClassification", "discriminant", "discriminant_roots", "classify_edges", "density_closed_form"]
+
+#: Density below this times 1/scale counts as zero (the scan threshold of the law).
+ZERO_DENSITY = 1e-8
+#: Distance of the density probes from a candidate, relative to the law's scale.
+PROBE = 1e-7
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A real root of the discriminant (or leading coefficient) and its classification.
+
+    ``kind`` is 'lower edge', 'upper edge', 'cusp', 'outside' or 'inside'
+    (the last two are not edges); ``density`` the density just left and
+    right of it.
+    """
+
+    location: mpmath.mpf
+    kind: str
+    density: tuple[float, float]
+
+    @property
+    def is_edge(self) -> bool:
+        return self.kind.endswith("edge")
+
+
+@dataclass(frozen=True)
+class EdgeClassification:
+    """Candidates in increasing order; the true edges, cusps and interior gaps among them."""
+
+    candidates: tuple[Candidate, ...]
+    edges: tuple[Edge, ...]
+    cusps: tuple[mpmath.mpf, ...]
+    gaps: tuple[tuple[mpmath.mpf, mpmath.mpf], ...]
+    discriminant: sp.Expr
+
+
+def discriminant(elimination: Elimination) -> sp.Expr:
+    """Square-free product of the irreducible factors of disc_m(P) * lc_m(P) that involve w.
+
+    With python-flint the discriminant is computed by ``fmpq_mpoly.discriminant``,
+    otherwise by SymPy; it keeps the symbols of ``elimination.symbolic``.
+    """
+    P = elimination.polynomial
+    if P is None:
+        raise ValueError(f"no polynomial: {elimination.reason}")
+    gens = (M, W, *elimination.symbolic)
+    poly = sp.Poly(P, *gens, domain=sp.QQ)
+    lead = sp.Poly(P, M).LC()
+    if flint is not None:
+        ctx = flint.fmpq_mpoly_ctx.get([f"v{i}" for i in range(len(gens))], "lex")
+        fp = ctx.from_dict({m: flint.fmpq(int(c.p), int(c.q)) for m, c in poly.terms()})
+        disc = fp.discriminant("v0")
+        lc = ctx.from_dict({m: flint.fmpq(int(c.p), int(c.q)) for m, c in sp.Poly(lead, *gens, domain=sp.QQ).terms()})
+        factors = [f for f, _ in disc.factor()[1]] + [f for f, _ in lc.factor()[1]]
+        exprs = [sp.Add(*[sp.Rational(int(c.p), int(c.q)) * sp.Mul(*[g**int(e) for g, e in zip(gens, mono)]) for mono, c in f.terms()]) for f in factors]
+    else:
+        exprs = [f for f, _ in sp.factor_list(sp.discriminant(P, M))[1]] + [f for f, _ in sp.factor_list(lead)[1]]
+    unique: list[sp.Expr] = []
+    for f in exprs:
+        f = sp.Poly(f, *gens).monic().as_expr()
+        if f.has(W) and f not in unique:
+            unique.append(f)
+    return sp.Mul(*unique)
+
+
+def discriminant_roots(elimination: Elimination, dps: int = 30) -> list[mpmath.mpf]:
+    """Real roots of :func:`discriminant` (constants substituted) to ``dps`` digits, increasing."""
+    disc = discriminant(elimination)
+    work = 2 * dps + 20
+    roots: list[mpmath.mpf] = []
+    with mpmath.workdps(work):
+        values = {s: mpmath.mpmathify(sp.N(v, work)) for s, v in elimination.values.items()}
+        for factor in sp.Mul.make_args(disc):
+            coeffs = []
+            for c in sp.Poly(factor, W).all_coeffs():
+                c = sp.sympify(c)
+                if c.free_symbols:
+                    c = sp.lambdify(list(values), c, "mpmath")(*values.values())
+                    coeffs.append(mpmath.mpmathify(c))
+                else:
+                    q = Fraction(str(c))
+                    coeffs.append(mpmath.mpf(q.numerator) / q.denominator)
+            if len(coeffs) < 2:
+                continue
+            if len(coeffs) == 2:
+                found = [-coeffs[1] / coeffs[0]]
+            else:
+                found = mpmath.polyroots(coeffs, maxsteps=400, extraprec=4 * work)
+            scale = max(abs(r) for r in found) + 1
+            roots += [mpmath.re(r) for r in found if abs(mpmath.im(r)) <= mpmath.mpf(10) ** (-work // 2) * scale]
+    with mpmath.workdps(dps):
+        return sorted({+r for r in roots})
+
+
+def _density(law: SpectralLaw, x: float) -> float:
+    """The physical density at x (0 off the positive reals and at a point the continuation cannot reach)."""
+    return float(law.density(np.array([x]))[0])
+
+
+def classify_edges(law: SpectralLaw, elimination: Elimination, dps: int = 30) -> EdgeClassification:
+    """Classify the real discriminant roots by the physical branch (module docstring)."""
+    from .law import Edge
+
+    roots = discriminant_roots(elimination, dps)
+    zero = ZERO_DENSITY / law.scale
+    candidates: list[Candidate] = []
+    edges: list[Edge] = []
+    cusps: list[mpmath.mpf] = []
+    for k, r in enumerate(roots):
+        x = float(r)
+        gaps = [abs(x - float(o)) for j, o in enumerate(roots) if j != k]
+        delta = min([PROBE * (law.scale + abs(x))] + [0.3 * g for g in gaps if g > 0])
+        left, right = _density(law, x - delta), _density(law, x + delta)
+        if left <= zero < right:
+            kind = "lower edge"
+            hard = x == 0 and _density(law, delta / 100) > 2 * right
+            edges.append(Edge(r, "lower", hard=hard))
+        elif right <= zero < left:
+            kind = "upper edge"
+            edges.append(Edge(r, "upper"))
+        elif left > zero and right > zero:
+            at = _density(law, x) if x != 0 else 0.0
+            kind = "cusp" if at < 1e-3 * min(left, right) else "inside"
+            if kind == "cusp":
+                cusps.append(r)
+        else:
+            kind = "outside"
+        candidates.append(Candidate(r, kind, (left, right)))
+    gaps_found = tuple((a.location, b.location) for a, b in zip(edges[1::2], edges[2::2]) if a.side == "upper" and b.side == "lower")
+    return EdgeClassification(tuple(candidates), tuple(edges), tuple(cusps), gaps_found, discriminant(elimination))
+
+
+def density_closed_form(law: SpectralLaw, elimination: Elimination, x: sp.Symbol | None = None, points: int = 7) -> sp.Expr | None:
+    """The density as a SymPy expression in ``x`` from the radical roots of P (degree <= 4 in m).
+
+    On every support interval a root expression r_k and a sign s are chosen
+    so that s Im r_k(x)/pi matches the physical density at ``points`` points;
+    returns a Piecewise over the intervals (0 elsewhere), or None when the
+    degree is above 4 or no root expression matches.
+    """
+    if elimination.polynomial is None or elimination.degree_m is None or elimination.degree_m > 4:
+        return None
+    x = x if x is not None else sp.Symbol("x")
+    P = elimination.specialised()
+    roots = sp.roots(sp.Poly(P, M), cubics=True, quartics=True)
+    if sum(roots.values()) != elimination.degree_m:
+        return None
+    exprs = [r.subs(W, x) for r in roots]
+    edges = list(classify_edges(law, elimination, 30).edges)
+    pieces: list[tuple[sp.Expr, sp.Boolean]] = []
+    for lo, hi in zip(edges[::2], edges[1::2]):
+        a, b = float(lo.location), float(hi.location)
+        xs = a + (b - a) * (0.5 - 0.5 * np.cos(np.pi * (np.arange(points) + 0.5) / points))
+        want = law.density(xs)
+        chosen = _matching_root(exprs, x, xs, want)
+        if chosen is None:
+            return None
+        cond = sp.And(x > sp.Float(lo.location, 30), x < sp.Float(hi.location, 30))
+        pieces.append((chosen, cond))
+    return sp.Piecewise(*pieces, (sp.S.Zero, True))
+
+
+def _matching_root(exprs: Sequence[sp.Expr], x: sp.Symbol, xs: np.ndarray, want: np.ndarray) -> sp.Expr | None:
+    """s Im(r)/pi for the root r and sign s that reproduce ``want`` at ``xs`` to 1e-9 relative."""
+    for r in exprs:
+        f = sp.lambdify(x, r, "mpmath")
+        with mpmath.workdps(30):
+            im = np.array([float(mpmath.im(f(mpmath.mpf(float(v))))) for v in xs]) / np.pi
+        for sign in (-1, 1):
+            if np.allclose(sign * im, want, rtol=1e-9, atol=1e-12 * float(np.max(want))):
+                return sign * sp.im(r, evaluate=False) / sp.pi
+    return None
