@@ -36,10 +36,6 @@ class AttentionLaw(SpectralLaw):
         sub = {MU1: h.mu1, SIGMA: sp.sqrt(h.sigma2)}
         return [sp.expand(m.subs(sub)) for m in out]
 
-    @property
-    def named_constants(self) -> dict[sp.Symbol, sp.Expr]:
-        """mu_1 and sigma^2 as the symbols ``mu1`` and ``sigma2`` where they are irrational (DESIGN §1.5)."""
-        return {sp.Symbol("mu1", positive=True): self.coefficients.mu1, sp.Symbol("sigma2", positive=True): self.coefficients.sigma2}
 
 
 def derive(config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None) -> AttentionLaw:

@@ -108,10 +108,13 @@ class SpectralLaw:
         for d, v in self.ratios.items():
             if v.is_positive is False:
                 raise ValueError(f"ratios: the ratio of {d} must be positive, got {v}")
-        exprs = [model.heads, model.template] if isinstance(model, ExchangeableSum) else [model]
-        named = {str(p): p for e in [*exprs, *self.ratios.values()] for p in sp.sympify(e).free_symbols if isinstance(p, sp.Symbol)}
+        template = model.template if isinstance(model, ExchangeableSum) else model
+        exprs = [template, *(g.scale for g in gaussians_of(template)), *self.ratios.values()]
+        if isinstance(model, ExchangeableSum):
+            exprs.append(model.heads)
+        named = {str(p): p for e in exprs for p in sp.sympify(e).free_symbols if isinstance(p, sp.Symbol)}
         # a value given by name is the value of the model's parameter of that name, whatever its assumptions
-        self.values = {named.get(str(k), sp.Symbol(str(k))): sp.sympify(v) for k, v in (values or {}).items()}
+        self.values = {(k if isinstance(k, sp.Symbol) else named.get(k, sp.Symbol(k))): sp.sympify(v) for k, v in (values or {}).items()}
         if isinstance(model, ExchangeableSum):
             self.pencil: Pencil = linearise(model.template)
             self.pencil.check()
