@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sympy as sp
 
 from .config import Config
@@ -23,6 +25,15 @@ class AttentionLaw(SpectralLaw):
         ge = gaussian_equivalent(config, heads)
         self.coefficients: HermiteData = ge.coefficients
         super().__init__(ge.model, ge.ratios, {**ge.values, **(values or {})})
+
+    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0) -> dict[str, Any]:
+        """The law's record with the configuration and the Gaussian-equivalence coefficients."""
+        out = super().record(dps, moments, time_limit)
+        c = self.coefficients
+        out = {"name": self.config.name, "config": self.config.to_dict(), "config_toml": self.config.to_toml(),
+               "coefficients": c.as_dict(), **out}
+        out["latex"]["coefficients"] = [rf"\mu_{{1}} = {sp.latex(c.mu1)}", rf"\sigma^{{2}} = {sp.latex(c.sigma2)}"]
+        return out
 
     def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:
         """Exact mu_1..mu_k; with ``symbolic``, in beta when the score's Hermite data has a

@@ -9,11 +9,11 @@ import tempfile
 import time
 
 import numpy as np
-import sympy as sp
 
 from gemhsa_sym.cli.sample import _overrides
 from gemhsa_sym.config import load_config
-from gemhsa_sym.derive import AttentionLaw, derive
+from gemhsa_sym.derive import derive
+from gemhsa_sym.free.latex import document
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,7 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Derive the limiting law of the eigenvalues of Y_c^T Y_c / n for CONFIG:\n"
             "the Gaussian-equivalence coefficients (mu_1, sigma^2) of the score function,\n"
             "the Gaussian-equivalent polynomial, its reduced matrix Dyson system, and the\n"
-            "solution: first three moments, support edges, atoms, and with --grid the density."
+            "solution: the algebraic equation P(m, w) = 0 of the Stieltjes transform where\n"
+            "elimination finishes, the first three moments (exact, and symbolic in beta),\n"
+            "support edges and atoms, and with --grid the density."
         ),
     )
     parser.add_argument("config", metavar="CONFIG", help="preset name (see `gemhsa-sym presets`) or TOML file")
@@ -37,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dps", type=int, default=30, help="digits of the support edges (default 30)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--latex", metavar="FILE", help="write a standalone LaTeX document of the derivation")
+    parser.add_argument("--time-limit", type=float, default=20.0, help="seconds allowed to each elimination attempt for P(m, w) (default 20)")
     parser.set_defaults(run=run)
 
 
@@ -49,38 +52,6 @@ def _grid(spec: str) -> np.ndarray:
     if not (grid.size >= 1 and float(a) < float(b)):
         raise ValueError(f"grid: expected A < B and K >= 1, got {spec!r}")
     return grid
-
-
-def _document(law: AttentionLaw, report: dict) -> str:
-    """A standalone LaTeX document of the derivation (SymPy's printer for every formula)."""
-    c = law.coefficients
-    edges = ", ".join(f"{e['location'][:20]}" for e in report["edges"]) or "none"
-    atoms = ", ".join(f"{a['mass']:.12g} at {a['location']:g}" for a in report["atoms"]) or "none"
-    moments = r" \\ ".join(rf"\mu_{k + 1} &= {sp.latex(sp.sympify(m['exact']))} \approx {m['float']:.12g}" for k, m in enumerate(report["moments"]))
-    return "\n".join([
-        r"\documentclass{article}",
-        r"\usepackage{amsmath,amssymb}",
-        r"\usepackage[margin=2cm]{geometry}",
-        r"\begin{document}",
-        rf"\section*{{Limiting spectral law: {law.config.name or 'configuration'}}}",
-        r"\begin{verbatim}",
-        law.config.to_toml().strip(),
-        r"\end{verbatim}",
-        r"\subsection*{Gaussian-equivalence coefficients}",
-        rf"$\mu_1 = {sp.latex(c.mu1)}$, $\sigma^2 = {sp.latex(c.sigma2)}$ (score {c.score}, normalisation {c.normalisation}).",
-        r"\subsection*{Gaussian-equivalent model}",
-        rf"\[ Y = {sp.latex(law.model)} \]",
-        r"\subsection*{Reduced Dyson system}",
-        rf"{len(law.system.unknowns)} unknowns; $m(w) = {sp.latex(law.system.output)}$.",
-        r"\begin{verbatim}",
-        "\n".join(law.system.notes),
-        r"\end{verbatim}",
-        r"\subsection*{Moments, edges, atoms}",
-        rf"\begin{{align*}} {moments} \end{{align*}}",
-        rf"Support edges: {edges}. Atoms: {atoms}.",
-        r"\end{document}",
-        "",
-    ])
 
 
 def _write(path: str, text: str) -> None:
@@ -108,41 +79,12 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     law = derive(config)
     derived = time.perf_counter() - start
-    moments = law.moments(3)
-    general = law.moments(3, symbolic=True)
-    edges = law.edges(args.dps)
-    atoms = law.atoms()
-    report = {
-        "config": config.to_dict(),
-        "coefficients": law.coefficients.as_dict(),
-        "model": str(law.model),
-        "unknowns": len(law.system.unknowns),
-        "moments": [{"exact": str(m), "symbolic": str(g), "float": float(sp.N(m, 20))} for m, g in zip(moments, general)],
-        "edges": [{"location": str(e.location), "side": e.side, "hard": e.hard, "refined": e.refined} for e in edges],
-        "atoms": [{"location": a.location, "mass": a.mass, "error": a.error, "exact": None if a.exact is None else str(a.exact)} for a in atoms],
-        "timing": {"derive_s": derived, "total_s": time.perf_counter() - start},
-    }
-    elimination = law.algebraic()
-    classified = law.algebraic_edges(args.dps) if elimination.polynomial is not None else None
-    report["polynomial"] = None if elimination.polynomial is None else str(elimination.polynomial)
-    report["polynomial_reason"] = elimination.reason
-    report["polynomial_info"] = {
-        "variables": "P(m, w) = 0, m(w) = (1/q) tr (w - Y^T Y)^{-1}",
-        "degree_m": elimination.degree_m,
-        "degree_w": elimination.degree_w,
-        "symbolic": {str(k): str(v) for k, v in elimination.values.items()},
-        "substituted": {str(k): str(v) for k, v in elimination.substituted.items()},
-        "backend": elimination.backend,
-        "seconds": elimination.seconds,
-    }
-    report["edge_candidates"] = [] if classified is None else [{"location": str(sp.Float(c.location, args.dps)), "kind": c.kind} for c in classified.candidates]
-    report["algebraic_edges"] = [] if classified is None else [{"location": str(sp.Float(e.location, args.dps)), "side": e.side, "hard": e.hard} for e in classified.edges]
-    report["cusps"] = [] if classified is None else [str(sp.Float(c, args.dps)) for c in classified.cusps]
-    report["gaps"] = [] if classified is None else [[str(sp.Float(a, args.dps)), str(sp.Float(b, args.dps))] for a, b in classified.gaps]
+    report = law.record(args.dps, time_limit=args.time_limit)
+    report["timing"] = {"derive_s": derived, "total_s": time.perf_counter() - start}
     if grid is not None:
         report["density"] = {"x": grid.tolist(), "density": law.density(grid).tolist()}
     if args.latex:
-        _write(args.latex, _document(law, report))
+        _write(args.latex, document(report))
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -151,12 +93,17 @@ def run(args: argparse.Namespace) -> int:
     print(f"coefficients: mu_1 = {c.mu1}, sigma^2 = {c.sigma2}")
     print(f"model: Y = {law.model}")
     print(f"reduced Dyson system:\n{law.system}")
-    for k, (m, g) in enumerate(zip(moments, general), 1):
-        print(f"moment {k}: {g}\n          = {m} = {float(sp.N(m, 20)):.15g}")
-    for e in edges:
-        print(f"edge ({e.side}{', hard' if e.hard else ''}{'' if e.refined else ', double precision only'}): {e.location}")
-    for a in atoms:
-        print(f"atom at {a.location:g}: mass {a.mass:.12g}" + (f" = {a.exact}" if a.exact is not None else ""))
+    if report["polynomial"] is not None:
+        info = report["polynomial_info"]
+        print(f"P(m, w) = 0 (degree {info['degree_m']} in m, {info['degree_w']} in w): {report['polynomial']}")
+    else:
+        print(f"no polynomial equation: {report['polynomial_reason']}")
+    for k, m in enumerate(report["moments"], 1):
+        print(f"moment {k}: {m['symbolic']}\n          = {m['exact']}" + (f" = {m['float']:.15g}" if m["float"] is not None else ""))
+    for e in report["edges"]:
+        print(f"edge ({e['side']}{', hard' if e['hard'] else ''}, {report['edge_method']}): {e['location']}")
+    for a in report["atoms"]:
+        print(f"atom at {a['location']:g}: mass {a['mass']:.12g}" + (f" = {a['exact']}" if a["exact"] is not None else ""))
     if grid is not None:
         print("x\tdensity")
         for x, r in zip(grid, report["density"]["density"]):

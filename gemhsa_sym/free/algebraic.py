@@ -212,3 +212,17 @@ def _matching_root(exprs: Sequence[sp.Expr], x: sp.Symbol, xs: np.ndarray, want:
             if np.allclose(sign * im, want, rtol=1e-9, atol=1e-12 * float(np.max(want))):
                 return sign * sp.im(r, evaluate=False) / sp.pi
     return None
+
+
+def atom_masses(elimination: Elimination) -> list[sp.Expr]:
+    """Possible masses a of an atom at 0, exact: m(w) ~ a/w as w -> 0 makes the coefficient of the
+    lowest power of w in P(a/w, w) vanish; its roots in [0, 1] (0 means no atom)."""
+    a = sp.Dummy("a")
+    P = sp.Poly(elimination.specialised(), M, W)
+    low = min(j - i for (i, j), _ in P.terms())
+    Q = sp.Poly(sum(c * a**i for (i, j), c in P.terms() if j - i == low), a)
+    found = [r for r in sp.roots(Q, filter=None) if r.is_real is not False]
+    if sum(sp.roots(Q).values()) < Q.degree():  # not all roots in radicals: numeric roots
+        with mpmath.workdps(40):
+            found = [sp.Float(r, 30) for r in mpmath.polyroots([mpmath.mpf(sp.N(c, 50)) for c in Q.all_coeffs()], maxsteps=200, extraprec=200) if abs(mpmath.im(r)) < 1e-25]
+    return sorted({r for r in found if -1e-25 <= float(sp.N(r)) <= 1 + 1e-25}, key=lambda r: float(sp.N(r)))

@@ -24,6 +24,7 @@ from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 
 from .continuation import BranchError, follow_branch, newton_solve
 from .exchangeable import ExchangeableSum, exchangeable_system
+from .latex import document, terms_of
 from .matrices import Dim, Gaussian, gaussians_of, without_powers
 from .numeric import DOUBLE, MP, NumericSystem
 from .pencil import Pencil, linearise
@@ -485,6 +486,74 @@ class SpectralLaw:
         # upper and lower half circles: the lower half is the conjugate.
         return np.real(np.sum(w[None, :] ** (j + 1) * m[None, :], axis=1)) / (points // 2)
 
+    # ---- the derivation as a record: JSON, LaTeX ------------------------------------------
+    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0) -> dict[str, Any]:
+        """Everything derived, JSON-able: model, system, P(m, w), exact moments, edges, atoms,
+        with every formula also printed in LaTeX (``latex``) for :func:`.latex.document`.
+
+        Edges are the classified discriminant roots of P when P exists (``edge_method``
+        'discriminant'), else the continuation's folds; both to ``dps`` digits.
+        """
+        exact, general = self.moments(moments), self.moments(moments, symbolic=True)
+        elimination = self.algebraic(time_limit)
+        classified = self.algebraic_edges(dps, time_limit) if elimination.polynomial is not None else None
+        if classified is not None:
+            edges = [{"location": mpmath.nstr(e.location, dps), "side": e.side, "hard": e.hard} for e in classified.edges]
+        else:
+            edges = [{"location": mpmath.nstr(e.location, dps), "side": e.side, "hard": e.hard, "refined": e.refined} for e in self.edges(dps)]
+        atoms = self.algebraic_atoms(time_limit) if elimination.polynomial is not None else None
+        system = self.system
+        model_terms = self.model.args if isinstance(self.model, MatAdd) else (self.model,)
+        return {
+            "model": str(self.model),
+            "ratios": {str(d): str(v) for d, v in self.ratios.items()},
+            "values": {str(k): str(v) for k, v in self.values.items()},
+            "unknowns": len(system.unknowns),
+            "notes": list(system.notes),
+            "moments": [
+                {"exact": str(m), "symbolic": str(g), "float": float(sp.N(m, 20)) if not m.free_symbols else None}
+                for m, g in zip(exact, general)
+            ],
+            "polynomial": None if elimination.polynomial is None else str(elimination.polynomial),
+            "polynomial_reason": elimination.reason,
+            "polynomial_info": {
+                "variables": "P(m, w) = 0, m(w) = (1/q) tr (w - Y^T Y)^{-1}",
+                "degree_m": elimination.degree_m,
+                "degree_w": elimination.degree_w,
+                "symbolic": [str(v) for v in elimination.symbolic],
+                "substituted": {str(k): str(v) for k, v in elimination.substituted.items()},
+                "backend": elimination.backend,
+            },
+            "edge_method": "discriminant" if classified is not None else "continuation",
+            "edges": edges,
+            "edge_candidates": [] if classified is None else [{"location": mpmath.nstr(c.location, dps), "kind": c.kind} for c in classified.candidates],
+            "cusps": [] if classified is None else [mpmath.nstr(c, dps) for c in classified.cusps],
+            "gaps": [] if classified is None else [[mpmath.nstr(a, dps), mpmath.nstr(b, dps)] for a, b in classified.gaps],
+            "atom_method": "polynomial" if atoms is not None else "continuation",
+            "atoms": [{"location": a.location, "mass": a.mass, "exact": None if a.exact is None else str(a.exact)} for a in (atoms if atoms is not None else self.atoms())],
+            "latex": {
+                "model": [sp.latex(t) for t in model_terms],
+                "ratios": [rf"{sp.latex(sp.Symbol(str(d)))} = {sp.latex(v)}" for d, v in self.ratios.items()],
+                "unknowns": [sp.latex(g) for g in system.unknowns],
+                "output": sp.latex(system.output),
+                "sectors": [
+                    [sec.name, [rf"M_{{{sec.labels[a]},{sec.labels[b]}}} = {sp.latex(v)}" for (a, b), v in _nonzero_entries(sec.matrix())]]
+                    for sec in system.sectors
+                ],
+                "readouts": [sp.latex(e) for e in system.readout_equations()],
+                "polynomial": None if elimination.polynomial is None else terms_of(elimination.polynomial),
+                "moments": [terms_of(g) for g in general],
+            },
+        }
+
+    def to_latex(self, dps: int = 30) -> str:
+        """A standalone LaTeX document of the derivation (:func:`.latex.document`)."""
+        return document(self.record(dps))
+
+    def _repr_latex_(self) -> str:
+        """The model and its Stieltjes transform's unknown, for notebooks."""
+        return rf"$\displaystyle Y = {sp.latex(self.model)},\quad m(w) = {sp.latex(self.system.output)}$"
+
     # ---- Monte Carlo --------------------------------------------------------------------
     def sample(self, N: int, seed: int = 0, draws: int = 1) -> np.ndarray:
         """Eigenvalues of Y^T Y for finite Gaussian matrices at sizes ratio*N (one row per draw)."""
@@ -548,6 +617,33 @@ class SpectralLaw:
         elimination = self.algebraic(time_limit)
         return None if elimination.polynomial is None else classify_edges(self, elimination, dps)
 
+    def algebraic_atoms(self, time_limit: float = 20.0) -> list[Atom] | None:
+        """The atom at zero from P (:func:`.algebraic.atom_masses`): exact, with the physical candidate
+        chosen by y m(iy) at y = 1e-9 * scale when there are several; None without P or when
+        that estimate cannot tell the candidates apart."""
+        from .algebraic import atom_masses
+
+        elimination = self.algebraic(time_limit)
+        if elimination.polynomial is None:
+            return None
+        masses = atom_masses(elimination)
+        if not masses:
+            return None
+        error = 0.0
+        if len(masses) > 1:
+            ys = self.scale * 10.0 ** -np.arange(2, 10)
+            estimate = float(np.real(1j * ys[-1] * self.stieltjes(1j * ys)[-1]))
+            values = np.array([float(sp.N(v)) for v in masses])
+            order = np.argsort(np.abs(values - estimate))
+            error = float(abs(values[order[0]] - estimate))
+            if error > abs(values[order[1]] - values[order[0]]) / 4:
+                return None
+            masses = [masses[order[0]]]
+        mass = masses[0]
+        if float(sp.N(mass)) == 0:
+            return []
+        return [Atom(0.0, float(sp.N(mass)), error, mass if mass.is_Rational else None)]
+
     def density_closed_form(self, x: sp.Symbol | None = None, time_limit: float = 20.0) -> sp.Expr | None:
         """The density in radicals where P has degree <= 4 in m (:func:`.algebraic.density_closed_form`)."""
         from .algebraic import density_closed_form
@@ -574,6 +670,11 @@ def _evaluate(expr: MatrixExpr, real: Mapping[Gaussian, np.ndarray], sizes: Mapp
     if isinstance(expr, sp.Identity):
         return np.eye(sizes[str(expr.rows)])
     raise NotImplementedError(f"cannot evaluate {expr}")
+
+
+def _nonzero_entries(M: sp.Matrix) -> list[tuple[tuple[int, int], sp.Expr]]:
+    """Nonzero entries of a symmetric matrix on and above the diagonal."""
+    return [((a, b), M[a, b]) for a in range(M.rows) for b in range(a, M.cols) if M[a, b] != 0]
 
 
 def spectral_law(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any] | None = None) -> SpectralLaw:

@@ -1,0 +1,51 @@
+"""``gemhsa-sym derivations``: regenerate or check the committed derivations library."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gemhsa_sym.derivations import check, write
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``derivations`` sub-command."""
+    parser = subparsers.add_parser(
+        "derivations",
+        help="regenerate (--write) or verify (--check) the derivations library",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "The derivations library is a folder of named configurations (TOML: attention\n"
+            "configurations or polynomial models) with, beside each, its generated record\n"
+            "(.json: P(m, w), exact moments, edges to 30 digits, atoms) and LaTeX document\n"
+            "(.tex). --check regenerates every record and fails (exit 1) on any difference\n"
+            "from the committed files; --write refreshes them."
+        ),
+    )
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="regenerate and compare; exit 1 on a difference")
+    mode.add_argument("--write", action="store_true", help="regenerate and overwrite the .json and .tex files")
+    parser.add_argument("--dir", default="derivations", help="the library folder (default: derivations)")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="only these derivations (file names without .toml)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check or write the library."""
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"dir: no derivations folder at {folder}")
+
+    def progress(name: str) -> None:
+        print(f"{'checking' if args.check else 'writing'} {name} ...", file=sys.stderr, flush=True)
+
+    if args.write:
+        names = write(folder, args.only, progress)
+        print(f"wrote {len(names)} derivations in {folder}")
+        return 0
+    diffs = check(folder, args.only, progress)
+    for d in diffs:
+        print(d)
+    print(f"{'OK' if not diffs else f'{len(diffs)} difference(s)'}: derivations in {folder}")
+    return 1 if diffs else 0

@@ -1,0 +1,147 @@
+"""Records, LaTeX documents and the derivations library.
+
+The documents are compiled with pdflatex when it is installed (CI installs it):
+no errors, no line wider than the page. The library's committed records must be
+reproduced by a fresh derivation (``derivations --check``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import sympy as sp
+
+from gemhsa_sym.cli import main
+from gemhsa_sym.derivations import check, load, polynomial_law
+from gemhsa_sym.free import Dim, Gaussian, spectral_law
+from gemhsa_sym.free.latex import broken_sum, document, packed, printed_width, terms_of
+
+LIBRARY = Path(__file__).resolve().parent.parent / "derivations"
+#: Derivations cheap enough for the default run; the whole library is checked in the slow run.
+QUICK = ["marchenko-pastur", "wishart-product", "head-plus-noise", "single-head"]
+
+
+def compile_latex(text: str, tmp_path: Path) -> str:
+    """pdflatex ``text``; returns the log (skips when pdflatex is missing)."""
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed")
+    src = tmp_path / "doc.tex"
+    src.write_text(text)
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", src.name], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    log = (tmp_path / "doc.log").read_text(errors="replace")
+    assert run.returncode == 0, log[-3000:]
+    assert (tmp_path / "doc.pdf").stat().st_size > 1000
+    return log
+
+
+def overfull(log: str, limit_pt: float = 1.0) -> list[str]:
+    """Overfull horizontal boxes wider than ``limit_pt``."""
+    return [m.group(0) for m in re.finditer(r"Overfull \\hbox \(([\d.]+)pt too wide\)[^\n]*", log) if float(m.group(1)) > limit_pt]
+
+
+def test_long_sums_are_broken_and_short_ones_are_not() -> None:
+    x = sp.Symbol("x")
+    long = sum(sp.Rational(k, 7) * x**k for k in range(1, 40))
+    block = broken_sum("P(x)", terms_of(long))
+    lines = block.split(r" \\")
+    assert len(lines) > 3
+    for line in lines:
+        assert printed_width(line.replace(r"\begin{align*}", "").replace(r"\end{align*}", "")) <= 62 + 20
+    assert r" \\" not in broken_sum("y", terms_of(x + 1))
+    assert broken_sum("y", terms_of(-x - 1)).count("- ") == 2  # minus signs survive the joins
+
+
+def test_packed_equations_fill_lines() -> None:
+    items = [f"a_{{{k}}} = {k}" for k in range(60)]
+    block = packed(items)
+    assert block.count(r" \\") >= 3 and all(item in block for item in items)
+
+
+@pytest.fixture(scope="module")
+def product_record() -> dict:
+    X1 = Gaussian("X1", Dim("p"), Dim("N1"), scale=sp.Rational(1, 2))
+    X2 = Gaussian("X2", Dim("p"), Dim("N2"), scale=sp.Rational(1, 4))
+    return spectral_law(X2.T @ X1, {Dim("p"): 1, Dim("N1"): 2, Dim("N2"): 4}).record(30)
+
+
+def test_record_is_json_and_holds_the_exact_results(product_record: dict) -> None:
+    record = json.loads(json.dumps(product_record))
+    # REFERENCE.md: MP(1/2) ⊠ MP(1/4) has mean 1 and second moment 7/4 on p; on N1 (twice as many
+    # eigenvalues, half of them zero) mean 1/2 and second moment 7/8; edges 0.05593..., 3.74669...
+    assert [m["exact"] for m in record["moments"][:2]] == ["1/2", "7/8"]
+    assert [e["location"][:28] for e in record["edges"]] == ["0.05593557431887576656344017", "3.74669022267706478396503313"]
+    assert record["atoms"][0]["exact"] == "1/2"
+    assert sp.degree(sp.sympify(record["polynomial"]), sp.Symbol("m")) == 3
+
+
+def test_document_compiles_without_overfull_lines(product_record: dict, tmp_path: Path) -> None:
+    log = compile_latex(document(product_record), tmp_path)
+    assert overfull(log) == []
+
+
+def test_single_head_document_compiles(tmp_path: Path) -> None:
+    """An attention preset: P of degree 20, symbolic moments in beta, a 6 x 6 sector."""
+    record = json.loads((LIBRARY / "single-head.json").read_text())
+    text = (LIBRARY / "single-head.tex").read_text()
+    assert text == document(record)
+    log = compile_latex(text, tmp_path)
+    assert overfull(log) == []
+
+
+def test_law_to_latex_and_notebook_repr() -> None:
+    law = spectral_law(Gaussian("X", Dim("n"), Dim("d")), {Dim("n"): 1, Dim("d"): sp.Rational(1, 2)})
+    text = law.to_latex()
+    assert text.startswith(r"\documentclass") and r"\end{document}" in text and "P(m, w)" in text
+    assert law._repr_latex_().startswith("$") and "X" in law._repr_latex_()
+
+
+def test_polynomial_models_read_from_toml(tmp_path: Path) -> None:
+    law = polynomial_law({"polynomial": "X * W", "dimensions": {"n": "1", "d": "1/2", "m": "3/4"},
+                          "gaussians": {"X": {"rows": "n", "cols": "d"}, "W": {"rows": "d", "cols": "m"}}})
+    assert law.moments(2) == [sp.Rational(1, 2), sp.Rational(13, 16)]  # REFERENCE case ii
+    with pytest.raises(ValueError, match="polynomial"):
+        polynomial_law({"polynomial": "X *", "dimensions": {"n": "1"}, "gaussians": {}})
+    with pytest.raises(ValueError, match="missing field"):
+        polynomial_law({"polynomial": "X"})
+
+
+def test_library_has_every_preset_and_the_examples() -> None:
+    from gemhsa_sym.config import PRESETS
+
+    names = {p.stem for p in LIBRARY.glob("*.toml")}
+    assert set(PRESETS) | {"marchenko-pastur", "wishart-product", "head-plus-noise"} <= names
+    for name in names:
+        assert (LIBRARY / f"{name}.json").exists() and (LIBRARY / f"{name}.tex").exists()
+    assert load(LIBRARY / "mqa.toml").config.name == "mqa"
+
+
+def test_check_catches_a_changed_record(tmp_path: Path) -> None:
+    for suffix in (".toml", ".json", ".tex"):
+        shutil.copy(LIBRARY / f"marchenko-pastur{suffix}", tmp_path / f"marchenko-pastur{suffix}")
+    assert check(tmp_path) == []
+    record = json.loads((tmp_path / "marchenko-pastur.json").read_text())
+    record["moments"][1]["exact"] = "7/4"
+    record["edges"][1]["location"] = record["edges"][1]["location"][:-3] + "999"  # beyond 30 digits: tolerated
+    (tmp_path / "marchenko-pastur.json").write_text(json.dumps(record, indent=2) + "\n")
+    assert {d.where for d in check(tmp_path)} == {"moments[1].exact", "document"}
+
+
+def test_derivations_check_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["derivations", "--check", "--dir", str(LIBRARY), "--only", *QUICK]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_derivations_check_whole_library(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["derivations", "--check", "--dir", str(LIBRARY)]) == 0
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in LIBRARY.glob("*.tex")))
+def test_every_library_document_compiles(name: str, tmp_path: Path) -> None:
+    log = compile_latex((LIBRARY / f"{name}.tex").read_text(), tmp_path)
+    assert overfull(log) == []
