@@ -89,9 +89,7 @@ EXACT_MEANS = {name: sp.E for name in PRESETS} | {"tied-kv": sp.E + 1, "correlat
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_mean_of_every_preset(name: str) -> None:
-    law = law_of(name)
-    assert sp.simplify(law.moments(1)[0] - EXACT_MEANS[name]) == 0
-    assert law.numeric_moments(1)[0] == pytest.approx(float(EXACT_MEANS[name]), rel=1e-9)
+    assert sp.simplify(law_of(name).moments(1)[0] - EXACT_MEANS[name]) == 0
 
 
 #: REFERENCE.md, Gaussian-equivalent samples at n = d = d_out = 1000, beta = 1, 6 draws:
