@@ -39,6 +39,7 @@ __all__ = [
     "DrawTask",
     "run_draw",
     "run_draws",
+    "local_pool",
     "SampleResult",
     "sample",
 ]
@@ -283,6 +284,12 @@ def _limit_blas_threads(threads: int) -> None:
     threadpool_limits(threads, user_api="blas")
 
 
+def local_pool(workers: int) -> ProcessPoolExecutor:
+    """A process pool of ``workers`` whose workers split the cores' BLAS threads between them."""
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    return ProcessPoolExecutor(workers, initializer=_limit_blas_threads, initargs=(threads,))
+
+
 def sample(
     config: Config,
     n: int | None = None,
@@ -313,9 +320,7 @@ def sample(
     if progress is None:
         progress = draws > 1 and sys.stderr.isatty()
     if executor is None and jobs > 1 and draws > 1:
-        workers = min(jobs, draws)
-        threads = max(1, (os.cpu_count() or 1) // workers)
-        with ProcessPoolExecutor(workers, initializer=_limit_blas_threads, initargs=(threads,)) as pool:
+        with local_pool(min(jobs, draws)) as pool:
             spectra = run_draws(tasks, pool, progress)
     else:
         spectra = run_draws(tasks, executor, progress)

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 #: Sub-command modules; each defines ``register(subparsers)``.
-COMMANDS: tuple[str, ...] = ("presets", "sample", "derive", "derivations")
+COMMANDS: tuple[str, ...] = ("presets", "sample", "derive", "derivations", "verify", "sweep", "claims")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 import time
 
 import numpy as np
 
-from gemhsa_sym.cli.sample import _overrides
+from gemhsa_sym.cli.common import overrides, write_atomic
 from gemhsa_sym.config import load_config
 from gemhsa_sym.derive import derive
 from gemhsa_sym.free.latex import document
@@ -54,19 +52,10 @@ def _grid(spec: str) -> np.ndarray:
     return grid
 
 
-def _write(path: str, text: str) -> None:
-    """Write through a temporary file and rename, so nothing is half-written."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-
-
 def run(args: argparse.Namespace) -> int:
     """Derive, solve and report."""
     config = load_config(args.config)
-    changes = _overrides(args)
+    changes = overrides(args)
     if args.heads is not None:
         ratios = config.ratios()
         changes["heads"] = args.heads
@@ -84,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if grid is not None:
         report["density"] = {"x": grid.tolist(), "density": law.density(grid).tolist()}
     if args.latex:
-        _write(args.latex, document(report))
+        write_atomic(args.latex, document(report))
     if args.json:
         print(json.dumps(report, indent=2))
         return 0

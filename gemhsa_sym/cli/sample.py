@@ -6,6 +6,7 @@ import argparse
 import json
 import time
 
+from gemhsa_sym.cli.common import overrides
 from gemhsa_sym.config import load_config
 from gemhsa_sym.sampler import MODELS, sample
 
@@ -44,23 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def _overrides(args: argparse.Namespace) -> dict[str, str]:
-    """Field changes from --beta and --set."""
-    changes = {}
-    for item in args.set:
-        field, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"set: expected FIELD=VALUE, got {item!r}")
-        changes[field.strip()] = value.strip()
-    if args.beta is not None:
-        changes["beta"] = args.beta
-    return changes
-
-
 def run(args: argparse.Namespace) -> int:
     """Sample, then print JSON or a summary and optionally save the spectra."""
     config = load_config(args.config)
-    changes = _overrides(args)
+    changes = overrides(args)
     if changes:
         config = config.replace(**changes)
     start = time.perf_counter()

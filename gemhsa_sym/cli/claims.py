@@ -1,0 +1,49 @@
+"""``gemhsa-sym claims``: regenerate the Markdown report of the seed paper's claims."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from gemhsa_sym.cli.common import add_execution_arguments, int_list, write_atomic
+from gemhsa_sym.verification.claims import claims, render_markdown
+from gemhsa_sym.verification.execute import open_executor, show_progress
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``claims`` sub-command."""
+    parser = subparsers.add_parser(
+        "claims",
+        help="Markdown table of the seed paper's claims with the theory's verdicts and Monte Carlo",
+        description=(
+            "Derive every preset, draw it at every --n (softmax, Gaussian equivalent, independent GE for the "
+            "floor) and write a Markdown report: Gaussian equivalence per preset (KS against n beside the floor), "
+            "K/V sharing, Q sharing, K-V dependence, key-dependent W_O and head allocation, each with a computed "
+            "verdict. Slow: one law per preset."
+        ),
+    )
+    parser.add_argument("--n", type=int_list, default=[500, 1000, 2000], metavar="N[,N...]",
+                        help="token counts (default 500,1000,2000)")
+    parser.add_argument("--draws", type=int, default=2, help="draws per sample set (default 2)")
+    parser.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    parser.add_argument("--cache", metavar="DIR", help="reuse (and store) the laws' summaries in DIR")
+    parser.add_argument("--out", default=os.path.join("derivations", "claims.md"), metavar="FILE",
+                        help="Markdown file to write (default derivations/claims.md; '-' for standard output)")
+    add_execution_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compute and write the report."""
+    with open_executor(args.jobs, args.scheduler) as executor:
+        result = claims(args.n, draws=args.draws, seed=args.seed, executor=executor,
+                        progress=show_progress(args.quiet), cache=args.cache)
+    command = f"gemhsa-sym claims --n {','.join(map(str, result.n))} --draws {result.draws} --seed {result.seed}"
+    text = render_markdown(result, command)
+    if args.out == "-":
+        print(text, end="")
+    else:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        write_atomic(args.out, text)
+        print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,352 @@
+"""Theory beside Monte Carlo for one configuration (DESIGN §1.6).
+
+:func:`verify` runs, as tasks on one executor, the law's summary
+(:func:`~gemhsa_sym.verification.theory.theory_task`) and three seeded sample
+sets per token count n: the softmax layer and its Gaussian equivalent with the
+same tokens and weights (children of ``SeedSequence(seed)``, as
+``gemhsa-sym sample --seed`` draws them) and a second, independent Gaussian-
+equivalent set (children of ``SeedSequence([seed, 1])``) for the Monte Carlo
+floor. :func:`compare` then measures, for each n:
+
+- KS and Wasserstein-1 distances between the law's CDF (atoms included) and the
+  empirical CDFs, beside the floor (the same distances between the two GE sets);
+- the first four moments, exact theory against the samples' mean over draws
+  with its standard error (standard deviation over draws / sqrt(draws));
+- each support edge against the extreme sample eigenvalues inside the support
+  (widened by ``edge_tol``), and the top edge against the bulk quantile at
+  level 1 - 1/d_out; eigenvalues outside the widened support are outliers,
+  counted and reported with their largest value;
+- each atom's mass against the fraction of numerically zero eigenvalues
+  (below ``ZERO_TOL`` times the largest eigenvalue; those are set to 0 before
+  the distribution distances, since an atom at 0 shows up as round-off).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from gemhsa_sym.config import Config
+from gemhsa_sym.sampler import DrawTask, run_draw
+
+from .execute import Task, run_tasks
+from .theory import Theory, theory_task
+
+__all__ = ["FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "compare", "draw_tasks", "empirical_ks",
+           "empirical_w1", "format_report", "verify"]
+
+#: Second entropy word of the independent Gaussian-equivalent sample set (the floor).
+FLOOR_STREAM = 1
+#: Eigenvalues below this times the largest one are numerically zero.
+ZERO_TOL = 1e-9
+#: Sample sets of one n: the softmax layer, its GE with the same draws, an independent GE set.
+SETS: tuple[str, ...] = ("softmax", "ge", "floor")
+
+
+def _timed_draw(task: DrawTask) -> tuple[np.ndarray, float]:
+    """The spectrum of one draw and the seconds it took."""
+    start = time.perf_counter()
+    return run_draw(task), time.perf_counter() - start
+
+
+def draw_tasks(config: Config, n: int, draws: int, seed: int) -> dict[str, list[Task]]:
+    """The draw tasks of the three sample sets (module docstring), each with its own seed."""
+    same = np.random.SeedSequence(seed).spawn(draws)
+    other = np.random.SeedSequence([seed, FLOOR_STREAM]).spawn(draws)
+    return {
+        "softmax": [(_timed_draw, (DrawTask(config, n, "softmax", child),)) for child in same],
+        "ge": [(_timed_draw, (DrawTask(config, n, "ge", child),)) for child in same],
+        "floor": [(_timed_draw, (DrawTask(config, n, "ge", child),)) for child in other],
+    }
+
+
+def clean(eigenvalues: np.ndarray) -> np.ndarray:
+    """Sorted eigenvalues with the numerically zero ones (and round-off negatives) set to 0."""
+    x = np.sort(np.asarray(eigenvalues, dtype=float), axis=None)
+    return np.where(x <= ZERO_TOL * max(float(x[-1]), 0.0), 0.0, x)
+
+
+def empirical_ks(theory: Theory, samples: np.ndarray) -> float:
+    """sup |F - F_n| over both sides of every jump, for the law's CDF F (atoms included)."""
+    x, counts = np.unique(clean(samples), return_counts=True)
+    right = np.cumsum(counts) / counts.sum()
+    left = right - counts / counts.sum()
+    F = theory.cdf(x)
+    F_left = theory.cdf(np.nextafter(x, -np.inf))
+    return float(max(np.max(np.abs(F - right)), np.max(np.abs(F_left - left))))
+
+
+def empirical_w1(theory: Theory, samples: np.ndarray) -> float:
+    """∫ |F - F_n| dx, exact for the tabulated F (linear between its grid points)."""
+    x = clean(samples)
+    grid = np.union1d(np.union1d(theory.grid, x), [a["location"] for a in theory.atoms])
+    grid = grid[(grid >= min(0.0, grid[0]))]
+    F = theory.cdf(grid)
+    F_next = theory.cdf(np.nextafter(grid[1:], -np.inf))
+    Fn = np.searchsorted(x, grid, side="right") / x.size
+    d0, d1, h = F[:-1] - Fn[:-1], F_next - Fn[:-1], np.diff(grid)
+    same = d0 * d1 >= 0
+    spread = np.where(same, 1.0, np.abs(d0) + np.abs(d1))
+    piece = np.where(same, (np.abs(d0) + np.abs(d1)) / 2, (d0**2 + d1**2) / (2 * spread))
+    tail = max(float(x[-1]) - float(grid[-1]), 0.0) * (1 - float(F[-1]))
+    return float(np.sum(h * piece) + tail)
+
+
+def _two_sample(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+    """KS and W1 between two sample sets."""
+    a, b = clean(a), clean(b)
+    return {"ks": float(stats.ks_2samp(a, b, method="asymp").statistic), "w1": float(stats.wasserstein_distance(a, b))}
+
+
+def _moments(theory: Theory, eigenvalues: np.ndarray) -> list[dict[str, Any]]:
+    """Theory moments against the mean over draws of the per-draw moments, with standard errors."""
+    draws = eigenvalues.shape[0]
+    out = []
+    for k, m in enumerate(theory.moments, 1):
+        per_draw = np.mean(eigenvalues.astype(float) ** k, axis=1)
+        mean = float(per_draw.mean())
+        se = float(per_draw.std(ddof=1) / np.sqrt(draws)) if draws > 1 else None
+        out.append({
+            "k": k, "theory": m["float"], "exact": m["exact"], "samples": mean, "se": se,
+            "rel_diff": mean / m["float"] - 1 if m["float"] else None,
+            "z": (mean - m["float"]) / se if se else None,
+        })
+    return out
+
+
+def _intervals(theory: Theory, edge_tol: float) -> list[tuple[float, float]]:
+    """Support intervals widened by ``edge_tol`` (relative) on their soft sides."""
+    edges = theory.edges
+    return [(lo["location"] * (1 - edge_tol), hi["location"] * (1 + edge_tol)) for lo, hi in zip(edges[::2], edges[1::2])]
+
+
+def _edges(theory: Theory, x: np.ndarray, d_out: int, edge_tol: float) -> list[dict[str, Any]]:
+    """Each edge against the extreme sample eigenvalue inside its widened interval; the top edge also
+    against the bulk quantile at level 1 - 1/d_out."""
+    out = []
+    nonzero = x[x > 0]
+    for (lo, hi), (a, b) in zip(zip(theory.edges[::2], theory.edges[1::2]), _intervals(theory, edge_tol)):
+        inside = nonzero[(nonzero >= a) & (nonzero <= b)]
+        for edge, value in ((lo, inside.min() if inside.size else None), (hi, inside.max() if inside.size else None)):
+            loc = edge["location"]
+            out.append({
+                "location": loc, "side": edge["side"], "hard": edge["hard"], "refined": edge["refined"],
+                "bulk_extreme": None if value is None else float(value),
+                "rel_diff": None if value is None or loc == 0 else float(value) / loc - 1,
+            })
+    if out:
+        level = 1 - 1 / d_out
+        top, sample_q = float(theory.quantile(level)), float(np.quantile(x, level))
+        out[-1]["quantile"] = {"level": level, "theory": top, "samples": sample_q,
+                               "rel_diff": sample_q / top - 1 if top else None}
+    return out
+
+
+def _outliers(theory: Theory, eigenvalues: np.ndarray, edge_tol: float) -> dict[str, Any]:
+    """Eigenvalues outside the widened support (numerical zeros excepted): count, per draw, largest."""
+    x = clean(eigenvalues)
+    nonzero = x[x > 0]
+    inside = np.zeros(nonzero.size, dtype=bool)
+    for a, b in _intervals(theory, edge_tol):
+        inside |= (nonzero >= a) & (nonzero <= b)
+    out = np.sort(nonzero[~inside])[::-1]
+    above = out[out > theory.top_edge * (1 + edge_tol)]
+    return {
+        "tolerance": edge_tol, "count": int(out.size), "per_draw": out.size / eigenvalues.shape[0],
+        "above_top": int(above.size), "max": float(out[0]) if out.size else None,
+        "largest": out[:10].tolist(),
+    }
+
+
+def _atoms(theory: Theory, eigenvalues: np.ndarray) -> dict[str, Any]:
+    """Numerically zero eigenvalues against the law's mass at (and just above) 0."""
+    x = np.sort(eigenvalues, axis=None)
+    threshold = ZERO_TOL * max(float(x[-1]), 0.0)
+    count = int(np.sum(x <= threshold))
+    expected = float(theory.cdf(threshold))
+    return {
+        "threshold": threshold, "near_zero": count, "fraction": count / x.size,
+        "theory_fraction": expected, "theory": theory.atoms,
+    }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """All figures of theory against the samples of one token count n (see the module docstring)."""
+
+    n: int
+    draws: int
+    ks: dict[str, float]
+    w1: dict[str, float]
+    floor: dict[str, float]
+    softmax_ge: dict[str, float]
+    moments: dict[str, list[dict[str, Any]]]
+    edges: dict[str, list[dict[str, Any]]]
+    outliers: dict[str, dict[str, Any]]
+    atoms: dict[str, dict[str, Any]]
+    timing: dict[str, float]
+    samples: dict[str, np.ndarray] = field(repr=False, compare=False)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The figures as JSON types (the eigenvalues themselves left out)."""
+        return {key: value for key, value in self.__dict__.items() if key != "samples"}
+
+
+def compare(theory: Theory, samples: dict[str, np.ndarray], edge_tol: float = 0.05,
+            timing: dict[str, float] | None = None) -> Comparison:
+    """Theory against the sample sets ``softmax``, ``ge``, ``floor`` (each draws x d_out)."""
+    draws, d_out = samples["softmax"].shape
+    pooled = {name: clean(values) for name, values in samples.items()}
+    return Comparison(
+        n=0, draws=draws,
+        ks={f"theory_{name}": empirical_ks(theory, pooled[name]) for name in ("softmax", "ge")},
+        w1={f"theory_{name}": empirical_w1(theory, pooled[name]) for name in ("softmax", "ge")},
+        floor=_two_sample(pooled["ge"], pooled["floor"]) | {"ks_theory_floor": empirical_ks(theory, pooled["floor"])},
+        softmax_ge=_two_sample(pooled["softmax"], pooled["ge"]),
+        moments={name: _moments(theory, samples[name]) for name in ("softmax", "ge")},
+        edges={name: _edges(theory, pooled[name], d_out, edge_tol) for name in ("softmax", "ge")},
+        outliers={name: _outliers(theory, samples[name], edge_tol) for name in ("softmax", "ge")},
+        atoms={name: _atoms(theory, samples[name]) for name in ("softmax", "ge")},
+        timing=dict(timing or {}),
+        samples=samples,
+    )
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """The law's summary and one :class:`Comparison` per token count, in increasing n."""
+
+    config: Config
+    seed: int
+    theory: Theory
+    comparisons: list[Comparison]
+    seconds: float
+
+    def scaling(self) -> dict[str, Any] | None:
+        """KS against n with fitted exponents (log-log least squares), when there are several n."""
+        if len(self.comparisons) < 2:
+            return None
+        n = np.array([c.n for c in self.comparisons], dtype=float)
+        rows: dict[str, Any] = {"n": n.astype(int).tolist()}
+        series = {
+            "ks_theory_softmax": [c.ks["theory_softmax"] for c in self.comparisons],
+            "ks_theory_ge": [c.ks["theory_ge"] for c in self.comparisons],
+            "ks_softmax_ge": [c.softmax_ge["ks"] for c in self.comparisons],
+            "ks_floor": [c.floor["ks"] for c in self.comparisons],
+            "outliers_softmax": [c.outliers["softmax"]["count"] for c in self.comparisons],
+        }
+        for key, values in series.items():
+            rows[key] = values
+            if key.startswith("ks") and min(values) > 0:
+                rows[f"{key}_exponent"] = float(np.polyfit(np.log(n), np.log(values), 1)[0])
+        return rows
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The largest n's figures at the top level (keys ks, w1, floor, moments, edges, outliers,
+        timing, ...), every n under ``by_n``, the KS-against-n fit under ``scaling``."""
+        last = self.comparisons[-1]
+        theory = self.theory.to_json_dict()
+        return {
+            "config": self.config.to_dict(), "summary": self.config.summary(), "seed": self.seed,
+            **last.to_json_dict(),
+            "timing": last.timing | {"theory_s": self.theory.seconds, "total_s": self.seconds},
+            "theory": {key: theory[key] for key in ("moments", "edges", "atoms")},
+            "by_n": [c.to_json_dict() for c in self.comparisons],
+            "scaling": self.scaling(),
+        }
+
+
+def verify(config: Config, n: list[int], draws: int = 3, seed: int = 0, executor: Any = None,
+           progress: bool = False, edge_tol: float = 0.05, density_points: int = 300,
+           cache: str | None = None, theory: Theory | None = None) -> VerifyResult:
+    """Derive the law of ``config`` and compare it with seeded samples at every token count in ``n``.
+
+    The law's summary (unless given as ``theory``) and all draws are tasks on
+    ``executor`` (None: this process); the result does not depend on it.
+    """
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+        raise ValueError(f"draws: need an integer >= 1, got {draws!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed: need an integer >= 0, got {seed!r}")
+    sizes = sorted(set(n))
+    for value in sizes:
+        config.sizes(value)
+    start = time.perf_counter()
+    tasks: list[Task] = [] if theory is not None else [(theory_task, (config, density_points, True, cache))]
+    layout = []
+    for value in sizes:
+        for name, group in draw_tasks(config, value, draws, seed).items():
+            layout.append((value, name, len(tasks), len(group)))
+            tasks += group
+    results = run_tasks(tasks, executor, progress, desc="verify")
+    if theory is None:
+        theory = results[0]
+    comparisons = []
+    for value in sizes:
+        samples, timing = {}, {}
+        for size, name, first, count in layout:
+            if size == value:
+                chunk = results[first:first + count]
+                samples[name] = np.stack([spectrum for spectrum, _ in chunk])
+                timing[f"{name}_s"] = float(sum(seconds for _, seconds in chunk))
+        comparison = compare(theory, samples, edge_tol, timing)
+        comparisons.append(Comparison(**{**comparison.__dict__, "n": value}))
+    return VerifyResult(config, seed, theory, comparisons, time.perf_counter() - start)
+
+
+def _fmt(value: float | None, spec: str = ".4g") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def format_report(result: VerifyResult) -> str:
+    """The comparison as a plain-text table, largest n first in detail, then KS against n."""
+    theory, lines = result.theory, []
+    config = result.config
+    lines.append(f"config   {config.name or 'configuration'}: {config.summary()}")
+    for c in result.comparisons:
+        lines.append("")
+        lines.append(f"n = {c.n}, {c.draws} draw(s), seed {result.seed}; eigenvalues of Y_c^T Y_c / n")
+        lines.append(f"{'distance':<10}{'theory-softmax':>16}{'theory-GE':>12}{'floor (GE-GE)':>15}{'softmax-GE':>12}")
+        for key, table in (("KS", c.ks), ("W1", c.w1)):
+            two = "ks" if key == "KS" else "w1"
+            lines.append(f"{key:<10}{table['theory_softmax']:>16.4g}{table['theory_ge']:>12.4g}"
+                         f"{c.floor[two]:>15.4g}{c.softmax_ge[two]:>12.4g}")
+        lines.append(f"{'moment':<8}{'theory':>14}{'softmax':>12}{'± se':>9}{'GE':>12}{'± se':>9}  exact")
+        for soft, ge in zip(c.moments["softmax"], c.moments["ge"]):
+            lines.append(f"mu_{soft['k']:<5}{soft['theory']:>14.6g}{soft['samples']:>12.6g}{_fmt(soft['se']):>9}"
+                         f"{ge['samples']:>12.6g}{_fmt(ge['se']):>9}  {soft['exact'] or '(numeric)'}")
+        for soft, ge in zip(c.edges["softmax"], c.edges["ge"]):
+            kind = "hard " if soft["hard"] else ""
+            lines.append(f"{kind}{soft['side']} edge {soft['location']:.6g}: bulk extreme softmax "
+                         f"{_fmt(soft['bulk_extreme'], '.6g')} ({_fmt(soft['rel_diff'], '+.2%')}), "
+                         f"GE {_fmt(ge['bulk_extreme'], '.6g')} ({_fmt(ge['rel_diff'], '+.2%')})")
+        if c.edges["softmax"]:
+            qs, qg = c.edges["softmax"][-1]["quantile"], c.edges["ge"][-1]["quantile"]
+            lines.append(f"quantile {qs['level']:.5f}: theory {qs['theory']:.6g}, softmax {qs['samples']:.6g} "
+                         f"({_fmt(qs['rel_diff'], '+.2%')}), GE {qg['samples']:.6g} ({_fmt(qg['rel_diff'], '+.2%')})")
+        for name in ("softmax", "ge"):
+            o = c.outliers[name]
+            lines.append(f"outliers {name}: {o['count']} beyond the support +{o['tolerance']:.0%} "
+                         f"({o['per_draw']:.3g} per draw, {o['above_top']} above the top edge)"
+                         + (f", largest {o['max']:.6g}" if o["max"] is not None else ""))
+        atoms = ", ".join(f"{a['mass']:.6g} at {a['location']:g}" for a in theory.atoms) or "none"
+        a_s, a_g = c.atoms["softmax"], c.atoms["ge"]
+        lines.append(f"atoms    theory {atoms}; eigenvalues <= {a_s['threshold']:.2g}: softmax {a_s['near_zero']} "
+                     f"({a_s['fraction']:.4g}), GE {a_g['near_zero']} ({a_g['fraction']:.4g}); "
+                     f"theory fraction {a_s['theory_fraction']:.4g}")
+        lines.append("timing   " + ", ".join(f"{key} {value:.1f}" for key, value in c.timing.items()))
+    scaling = result.scaling()
+    if scaling is not None:
+        lines.append("")
+        lines.append(f"{'n':>8}{'KS th-softmax':>15}{'KS th-GE':>10}{'KS softmax-GE':>15}{'floor':>9}{'outliers':>10}")
+        for row in zip(scaling["n"], scaling["ks_theory_softmax"], scaling["ks_theory_ge"],
+                       scaling["ks_softmax_ge"], scaling["ks_floor"], scaling["outliers_softmax"]):
+            lines.append(f"{row[0]:>8}{row[1]:>15.4g}{row[2]:>10.4g}{row[3]:>15.4g}{row[4]:>9.4g}{row[5]:>10}")
+        fits = ", ".join(f"{key[:-9]} ~ n^{scaling[key]:.2f}" for key in scaling if key.endswith("_exponent"))
+        lines.append(f"fitted   {fits}")
+    lines.append(f"theory   solved in {theory.seconds:.1f} s; total {result.seconds:.1f} s")
+    return "\n".join(lines)

@@ -1,0 +1,150 @@
+"""Figures of theory against Monte Carlo (matplotlib with the Agg back end, the ``plot`` extra).
+
+Verification: density over the histogram, the same on a logarithmic x axis (the
+spectra are very skewed: at beta = 1 the median eigenvalue is about 0.08, the
+top edge about 50), and the law's CDF over the empirical ones; atoms are
+stems. Sweeps: theory curves of moments and of the top edge across the varied
+parameter with Monte Carlo means and standard errors on top.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .compare import VerifyResult, clean
+
+if TYPE_CHECKING:
+    from .sweep import SweepResult
+
+__all__ = ["plot_sweep", "plot_verify"]
+
+COLOURS = {"theory": "black", "softmax": "tab:blue", "ge": "tab:orange"}
+
+
+def _pyplot() -> Any:
+    """matplotlib.pyplot on the Agg back end, or a clear error without the ``plot`` extra."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise NotImplementedError("plot: needs matplotlib; install the extra: pip install 'gemhsa_sym[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: str | Path) -> None:
+    """Save (format from the suffix) through a temporary name and a rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    tmp.replace(path)
+
+
+def plot_verify(result: VerifyResult, path: str | Path) -> None:
+    """Three panels for the largest n: density over histogram (linear x, atoms as stems),
+    the same per unit of log10 x, and the CDFs."""
+    plt = _pyplot()
+    theory, comparison = result.theory, result.comparisons[-1]
+    samples = {name: clean(comparison.samples[name]) for name in ("softmax", "ge")}
+    total = {name: x.size for name, x in samples.items()}
+    x_rho, rho = theory.density
+    top = max(theory.top_edge, max(float(x[-1]) for x in samples.values()))
+    fig, (ax_lin, ax_log, ax_cdf) = plt.subplots(1, 3, figsize=(17, 5.2))
+    config = result.config
+    fig.suptitle(f"{config.name or 'configuration'}: {config.summary()}\n"
+                 f"n = {comparison.n}, {comparison.draws} draw(s), seed {result.seed}; eigenvalues of $Y_c^T Y_c / n$",
+                 fontsize=10)
+
+    bins = np.linspace(0.0, 1.02 * top, 120)
+    for name, x in samples.items():
+        counts, _ = np.histogram(x[x > 0], bins=bins)
+        ax_lin.stairs(counts / (total[name] * np.diff(bins)), bins, color=COLOURS[name], alpha=0.8,
+                      label=f"{name} samples (KS {comparison.ks['theory_' + name]:.3g})")
+    ax_lin.plot(x_rho, rho, color=COLOURS["theory"], lw=1.4, label="theory density")
+    ax_lin.set_yscale("log")
+    ax_lin.set_xlabel("eigenvalue $\\lambda$")
+    ax_lin.set_ylabel("density (log scale)")
+    for edge in theory.edges:
+        ax_lin.axvline(edge["location"], color="grey", ls=":", lw=1)
+    if theory.atoms:
+        stems = ax_lin.twinx()
+        stems.stem([a["location"] for a in theory.atoms], [a["mass"] for a in theory.atoms],
+                   linefmt="C3-", markerfmt="C3o", basefmt=" ", label="atoms (mass, right axis)")
+        for name, info in comparison.atoms.items():
+            stems.plot([0.0], [info["fraction"]], marker="x", ls="", color=COLOURS[name], label=f"{name}: zero fraction")
+        stems.set_ylim(0, 1.05)
+        stems.set_ylabel("atom mass")
+        stems.legend(loc="upper center", fontsize=8)
+    ax_lin.legend(loc="upper right", fontsize=8)
+    ax_lin.set_title("density over histogram", fontsize=10)
+
+    positive = np.concatenate([x[x > 0] for x in samples.values()])
+    low = max(float(positive.min()) if positive.size else 1e-6, 1e-8 * top)
+    log_bins = np.linspace(np.log10(low), np.log10(1.05 * top), 100)
+    for name, x in samples.items():
+        counts, _ = np.histogram(np.log10(x[x > 0]), bins=log_bins)
+        ax_log.stairs(counts / (total[name] * np.diff(log_bins)), 10**log_bins, color=COLOURS[name], alpha=0.8,
+                      label=f"{name} samples")
+    ax_log.plot(x_rho, x_rho * rho * np.log(10), color=COLOURS["theory"], lw=1.4,
+                label="theory $\\lambda\\,\\rho(\\lambda) \\ln 10$")
+    ax_log.set_xscale("log")
+    ax_log.set_xlabel("eigenvalue $\\lambda$ (log scale)")
+    ax_log.set_ylabel("density per unit of $\\log_{10}\\lambda$")
+    ax_log.legend(fontsize=8)
+    ax_log.set_title("log-x view", fontsize=10)
+
+    x_cdf = np.concatenate([[0.0], np.geomspace(low, 1.05 * top, 600)])
+    ax_cdf.plot(x_cdf, theory.cdf(x_cdf), color=COLOURS["theory"], lw=1.4, label="theory CDF")
+    for name, x in samples.items():
+        ax_cdf.step(x, np.arange(1, x.size + 1) / x.size, where="post", color=COLOURS[name], alpha=0.8,
+                    label=f"{name} empirical (W1 {comparison.w1['theory_' + name]:.3g})")
+    ax_cdf.set_xscale("symlog", linthresh=low)
+    ax_cdf.set_xlabel("eigenvalue $\\lambda$ (symmetric log scale)")
+    ax_cdf.set_ylabel("$P(\\lambda' \\leq \\lambda)$")
+    ax_cdf.set_ylim(0, 1.02)
+    ax_cdf.legend(fontsize=8, loc="lower right")
+    ax_cdf.set_title(f"CDF (floor KS {comparison.floor['ks']:.3g})", fontsize=10)
+    _save(fig, path)
+    plt.close(fig)
+
+
+def plot_sweep(result: SweepResult, path: str | Path) -> None:
+    """mu_1, mu_2 and the top edge across the first varied parameter; one curve per value of the others."""
+    plt = _pyplot()
+    first = result.parameters[0]
+    quantities = [("mu_1", "$\\mu_1$"), ("mu_2", "$\\mu_2$"), ("top_edge", "top edge")]
+    fig, axes = plt.subplots(1, len(quantities), figsize=(5.5 * len(quantities), 4.6))
+    config = result.config
+    others = result.parameters[1:]
+    title = f"{config.name or 'configuration'}: {config.summary()}\nvarying {', '.join(result.parameters)}"
+    if result.n is not None:
+        title += f"; Monte Carlo n = {result.n}, {result.draws} draw(s), seed {result.seed}"
+    fig.suptitle(title, fontsize=10)
+    groups: dict[tuple[str, ...], list[Any]] = {}
+    for point in result.points:
+        groups.setdefault(tuple(str(point.values[p]) for p in others), []).append(point)
+    for ax, (key, label) in zip(np.atleast_1d(axes), quantities):
+        for g, (rest, points) in enumerate(groups.items()):
+            colour = f"C{g}"
+            tag = ", ".join(f"{p}={v}" for p, v in zip(others, rest))
+            xs = np.array([float(p.values[first]) for p in points])
+            if points[0].theory is not None:
+                ys = np.array([p.theory_value(key) for p in points], dtype=float)
+                ax.plot(xs, ys, "-", color=colour, lw=1.4, label=f"theory {tag}".strip())
+            for name, marker in (("softmax", "o"), ("ge", "s")):
+                if points[0].mc is None:
+                    continue
+                ys = np.array([p.mc_value(name, key)[0] for p in points], dtype=float)
+                es = np.array([p.mc_value(name, key)[1] or 0.0 for p in points], dtype=float)
+                ax.errorbar(xs, ys, yerr=es, fmt=marker, ms=4, capsize=3, color=colour, alpha=0.8,
+                            mfc="none" if name == "ge" else colour, label=f"{name} {tag}".strip())
+        ax.set_xlabel(first)
+        ax.set_ylabel(label)
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
+    _save(fig, path)
+    plt.close(fig)

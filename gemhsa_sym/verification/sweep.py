@@ -1,0 +1,149 @@
+"""Sweeps: theory curves of moments and the top edge across parameters, with Monte Carlo on top.
+
+Every point of the grid (the product of the varied parameters' values) is a
+theory task and ``draws`` draw tasks of the softmax layer and of its Gaussian
+equivalent; point i draws from child i of ``SeedSequence(seed)``, so results do
+not depend on the executor or on the number of workers.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gemhsa_sym.config import Config
+from gemhsa_sym.sampler import DrawTask, run_draw
+
+from .execute import Task, run_tasks
+from .theory import Theory, theory_task
+
+__all__ = ["SweepPoint", "SweepResult", "parse_vary", "sweep", "vary_config"]
+
+#: Monte Carlo summaries of a draw: the first four moments and the largest eigenvalue.
+MC_KEYS: tuple[str, ...] = ("mu_1", "mu_2", "mu_3", "mu_4", "top_edge")
+
+
+def parse_vary(spec: str) -> tuple[str, list[str]]:
+    """``beta=0.25:1.5:6`` (K points from A to B) or ``heads=1,2,4,8`` (a list) as (field, values)."""
+    field, sep, values = spec.partition("=")
+    field = field.strip()
+    if not sep or not field or not values.strip():
+        raise ValueError(f"vary: expected FIELD=A:B:K or FIELD=V1,V2,..., got {spec!r}")
+    if ":" in values:
+        try:
+            a, b, k = values.split(":")
+            points = np.linspace(float(a), float(b), int(k))
+        except ValueError:
+            raise ValueError(f"vary: expected FIELD=A:B:K with numbers A, B and an integer K >= 1, got {spec!r}") from None
+        if points.size < 1:
+            raise ValueError(f"vary: K must be at least 1 in {spec!r}")
+        return field, [f"{v:.12g}" for v in points]
+    return field, [v.strip() for v in values.split(",") if v.strip()]
+
+
+def vary_config(config: Config, changes: dict[str, str]) -> Config:
+    """``config`` with ``changes``; changing ``heads`` keeps H d_k = d (and d_v = d_k) when the config has it."""
+    changes = dict(changes)
+    if "heads" in changes and not {"d_k", "d_v"} & set(changes):
+        heads = int(changes["heads"])
+        if config.d_k * config.heads == config.d:
+            changes["d_k"] = str(config.d / heads)
+            if config.d_v == config.d_k:
+                changes["d_v"] = changes["d_k"]
+    return config.replace(**changes)
+
+
+def _draw_summary(task: DrawTask) -> list[float]:
+    """The first four moments and the largest eigenvalue of one draw."""
+    eigenvalues = run_draw(task)
+    return [float(np.mean(eigenvalues**k)) for k in range(1, 5)] + [float(eigenvalues[-1])]
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One grid point: the varied values, its configuration, the law's summary and per-draw Monte Carlo rows."""
+
+    values: dict[str, str]
+    config: Config
+    theory: Theory | None
+    mc: dict[str, np.ndarray] | None
+
+    def theory_value(self, key: str) -> float:
+        """mu_k or the top edge of the law."""
+        if self.theory is None:
+            raise ValueError("theory: this sweep ran without theory")
+        return self.theory.top_edge if key == "top_edge" else self.theory.moments[int(key[3:]) - 1]["float"]
+
+    def mc_value(self, model: str, key: str) -> tuple[float, float | None]:
+        """Mean over draws and its standard error (None for one draw); top_edge is the largest eigenvalue."""
+        if self.mc is None:
+            raise ValueError("mc: this sweep ran without Monte Carlo")
+        column = self.mc[model][:, MC_KEYS.index(key)]
+        se = float(column.std(ddof=1) / np.sqrt(column.size)) if column.size > 1 else None
+        return float(column.mean()), se
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Values, theory (moments, edges, atoms) and Monte Carlo means with standard errors."""
+        out: dict[str, Any] = {"values": self.values, "config": self.config.to_dict()}
+        if self.theory is not None:
+            out["theory"] = {"moments": [m["float"] for m in self.theory.moments],
+                             "exact": [m["exact"] for m in self.theory.moments],
+                             "top_edge": self.theory.top_edge, "edges": self.theory.edges,
+                             "atoms": self.theory.atoms, "seconds": self.theory.seconds}
+        if self.mc is not None:
+            out["mc"] = {model: {key: dict(zip(("mean", "se"), self.mc_value(model, key))) for key in MC_KEYS}
+                         for model in self.mc}
+        return out
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """All points of a sweep, in grid order (the last varied parameter fastest)."""
+
+    config: Config
+    parameters: list[str]
+    points: list[SweepPoint]
+    n: int | None
+    draws: int
+    seed: int
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """JSON types throughout."""
+        return {"config": self.config.to_dict(), "parameters": self.parameters, "n": self.n, "draws": self.draws,
+                "seed": self.seed, "points": [p.to_json_dict() for p in self.points]}
+
+
+def sweep(config: Config, vary: list[tuple[str, list[str]]], n: int | None = 1000, draws: int = 2, seed: int = 0,
+          theory: bool = True, executor: Any = None, progress: bool = False, cache: str | None = None) -> SweepResult:
+    """Theory (unless ``theory=False``) and, unless ``n`` is None, Monte Carlo at every grid point."""
+    if not vary:
+        raise ValueError("vary: give at least one parameter to vary")
+    if n is None and not theory:
+        raise ValueError("sweep: nothing to do without theory and without Monte Carlo")
+    parameters = [field for field, _ in vary]
+    if len(set(parameters)) != len(parameters):
+        raise ValueError(f"vary: a parameter is varied twice in {parameters}")
+    grid = [dict(zip(parameters, combo)) for combo in itertools.product(*(values for _, values in vary))]
+    configs = [vary_config(config, values) for values in grid]
+    tasks: list[Task] = []
+    if theory:
+        tasks += [(theory_task, (c, 0, False, cache)) for c in configs]
+    if n is not None:
+        for c, child in zip(configs, np.random.SeedSequence(seed).spawn(len(configs))):
+            c.sizes(n)
+            draws_seeds = child.spawn(draws)
+            tasks += [(_draw_summary, (DrawTask(c, n, model, s),)) for model in ("softmax", "ge") for s in draws_seeds]
+    results = run_tasks(tasks, executor, progress, desc="sweep")
+    theories = results[: len(configs)] if theory else [None] * len(configs)
+    mc_rows = results[len(configs) if theory else 0:]
+    points = []
+    for i, (values, c) in enumerate(zip(grid, configs)):
+        mc = None
+        if n is not None:
+            rows = mc_rows[2 * draws * i: 2 * draws * (i + 1)]
+            mc = {"softmax": np.array(rows[:draws]), "ge": np.array(rows[draws:])}
+        points.append(SweepPoint(values, c, theories[i], mc))
+    return SweepResult(config, parameters, points, n, draws, seed)

@@ -1,0 +1,187 @@
+"""A picklable, JSON-exportable summary of a derived law: what verification needs of the theory.
+
+Solving the law (support, CDF) is the expensive step, so it runs once per
+configuration, possibly in a worker process, and returns a :class:`Theory`:
+moments (exact when the law gives them symbolically), support edges, atoms, the
+CDF of the continuous part tabulated on a grid graded towards every edge (the
+law's own CDF, :meth:`SpectralLaw.cdf`, at those points), the density for plots,
+and the Stieltjes transform at fixed probe points (to decide whether two laws
+are equal without sampling).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from gemhsa_sym.config import Config
+from gemhsa_sym.derive import derive
+from gemhsa_sym.free.law import SpectralLaw
+
+__all__ = ["PROBES", "Theory", "theory_of", "theory_task"]
+
+#: Points of the upper half plane where m(w) is recorded; equal laws agree at all of them.
+PROBES: tuple[complex, ...] = (-1 + 1j, 0.25 + 0.5j, 1 + 0.25j, 2 + 1j, 5 + 2j, 20 + 5j)
+#: Points of the CDF table per support interval.
+CDF_POINTS = 2048
+#: Version of the cache files; bumped whenever :class:`Theory` changes.
+CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Theory:
+    """Summary of the limiting law of one configuration (see the module docstring).
+
+    ``moments[k]`` is ``{"exact": str | None, "float": float}`` for mu_{k+1};
+    ``edges`` and ``atoms`` are plain dicts; ``grid``/``cdf_continuous`` tabulate
+    the continuous part of the CDF; ``density`` is ``(x, rho)`` for plots.
+    """
+
+    config: dict[str, Any]
+    moments: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    atoms: list[dict[str, Any]]
+    grid: np.ndarray = field(repr=False)
+    cdf_continuous: np.ndarray = field(repr=False)
+    density: tuple[np.ndarray, np.ndarray] = field(repr=False)
+    probes: list[complex] = field(repr=False)
+    seconds: float = 0.0
+
+    @property
+    def moment_values(self) -> np.ndarray:
+        """mu_1, mu_2, ... as floats."""
+        return np.array([m["float"] for m in self.moments])
+
+    @property
+    def top_edge(self) -> float:
+        """The largest point of the support (0 for a law without a continuous part)."""
+        return max((e["location"] for e in self.edges if e["side"] == "upper"), default=0.0)
+
+    def atom_mass(self) -> float:
+        """Total mass of the atoms."""
+        return sum(a["mass"] for a in self.atoms)
+
+    def cdf(self, x: Any) -> np.ndarray:
+        """P(lambda <= x): the atoms plus the tabulated continuous part (linear between grid points)."""
+        xa = np.asarray(x, dtype=float)
+        out = np.interp(xa, self.grid, self.cdf_continuous, left=0.0, right=float(self.cdf_continuous[-1]))
+        for atom in self.atoms:
+            out = out + atom["mass"] * (xa >= atom["location"])
+        return out
+
+    def quantile(self, q: Any) -> np.ndarray:
+        """The smallest x with cdf(x) >= q, linear between the table's points."""
+        qa = np.asarray(q, dtype=float)
+        x = np.concatenate([[min(0.0, float(self.grid[0]))], self.grid])
+        F = np.maximum.accumulate(self.cdf(x))
+        i = np.clip(np.searchsorted(F, qa, side="left"), 1, len(x) - 1)
+        rise = F[i] - F[i - 1]
+        t = np.where(rise > 0, (qa - F[i - 1]) / np.where(rise > 0, rise, 1.0), 1.0)
+        return np.where(qa <= F[0], x[0], x[i - 1] + np.clip(t, 0.0, 1.0) * (x[i] - x[i - 1]))
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Everything, as JSON types (complex probes as [re, im] pairs)."""
+        data = asdict(self)
+        data["grid"] = self.grid.tolist()
+        data["cdf_continuous"] = self.cdf_continuous.tolist()
+        data["density"] = [self.density[0].tolist(), self.density[1].tolist()]
+        data["probes"] = [[p.real, p.imag] for p in self.probes]
+        return data
+
+    @classmethod
+    def from_json_dict(cls, data: dict[str, Any]) -> Theory:
+        """The inverse of :meth:`to_json_dict`."""
+        return cls(
+            config=data["config"], moments=data["moments"], edges=data["edges"], atoms=data["atoms"],
+            grid=np.array(data["grid"]), cdf_continuous=np.array(data["cdf_continuous"]),
+            density=(np.array(data["density"][0]), np.array(data["density"][1])),
+            probes=[complex(re, im) for re, im in data["probes"]], seconds=data["seconds"],
+        )
+
+
+def _moments(law: SpectralLaw, k: int) -> list[dict[str, Any]]:
+    """mu_1..mu_k: exact from ``law.moments(k)`` when it gives numbers, else the contour rule."""
+    exact = getattr(law, "moments", None)
+    values = None
+    if callable(exact):
+        try:
+            values = [sp.sympify(v) for v in exact(k)]
+        except NotImplementedError:
+            values = None
+    if values is not None and all(v.is_number for v in values):
+        return [{"exact": str(v), "float": float(v)} for v in values]
+    return [{"exact": None, "float": float(v)} for v in law.numeric_moments(k)]
+
+
+def _graded(a: float, b: float, hard: bool, points: int, closed: bool) -> np.ndarray:
+    """Points of [a, b] crowded towards the edges: s^4 (s^3 open) at a hard edge, cosine otherwise."""
+    s = np.linspace(0.0, 1.0, points) if closed else (np.arange(points) + 0.5) / points
+    if hard:
+        return a + (b - a) * s ** (4 if closed else 3)
+    return a + (b - a) * (1 - np.cos(np.pi * s)) / 2
+
+
+def theory_of(law: SpectralLaw, config: Config | None = None, moments: int = 4, density_points: int = 300,
+              cdf: bool = True) -> Theory:
+    """The :class:`Theory` of ``law``; ``cdf=False`` skips the CDF and density (moments, edges, atoms only)."""
+    start = time.perf_counter()
+    edges = law.edges(dps=16)
+    atoms = law.atoms()
+    grids, values, xs, rhos = [np.zeros(0)], [np.zeros(0)], [np.zeros(0)], [np.zeros(0)]
+    if cdf:
+        mass = sum(a.mass for a in atoms)
+        for lo, hi in zip(edges[::2], edges[1::2]):
+            a, b = float(lo.location), float(hi.location)
+            x = _graded(a, b, lo.hard, CDF_POINTS, closed=True)
+            grids.append(x)
+            values.append(np.asarray(law.cdf(x)) - mass * (x >= 0))
+            if density_points:
+                x = _graded(a, b, lo.hard, density_points, closed=False)
+                xs.append(x)
+                rhos.append(np.asarray(law.density(x)))
+    probes = [complex(m) for m in np.atleast_1d(law.stieltjes(np.array(PROBES)))]
+    return Theory(
+        config={} if config is None else config.to_dict(),
+        moments=_moments(law, moments),
+        edges=[{"location": float(e.location), "side": e.side, "hard": e.hard, "refined": e.refined} for e in edges],
+        atoms=[{"location": a.location, "mass": a.mass, "error": a.error,
+                "exact": None if a.exact is None else str(a.exact)} for a in atoms],
+        grid=np.concatenate(grids) if cdf else np.zeros(1),
+        cdf_continuous=np.concatenate(values) if cdf else np.zeros(1),
+        density=(np.concatenate(xs), np.concatenate(rhos)),
+        probes=probes,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _cache_file(cache: Path, config: Config, density_points: int, cdf: bool) -> Path:
+    key = json.dumps([CACHE_FORMAT, config.to_dict(), density_points, cdf], sort_keys=True)
+    return cache / f"theory-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+
+
+def theory_task(config: Config, density_points: int = 300, cdf: bool = True, cache: str | None = None) -> Theory:
+    """Derive and summarise the law of ``config`` (a task for an executor).
+
+    With ``cache`` (a folder), a summary computed before for the same
+    configuration and options is read back instead of solving again.
+    """
+    path = None if cache is None else _cache_file(Path(cache), config, density_points, cdf)
+    if path is not None and path.is_file():
+        return Theory.from_json_dict(json.loads(path.read_text(encoding="utf-8")))
+    start = time.perf_counter()
+    law = derive(config)
+    theory = theory_of(law, config, density_points=density_points, cdf=cdf)
+    theory = Theory(**{**theory.__dict__, "seconds": time.perf_counter() - start})
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{time.time_ns()}.tmp")
+        tmp.write_text(json.dumps(theory.to_json_dict()), encoding="utf-8")
+        tmp.replace(path)
+    return theory

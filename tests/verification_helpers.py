@@ -1,0 +1,35 @@
+"""A cheap exact law for verification tests: Marchenko–Pastur with an atom (REFERENCE.md case i′).
+
+Y = X (n x D, D = 2n, entries N(0, 1/n)): the law of Y^T Y has mass 1/2 at 0, support
+[(1 - 1/sqrt 2)^2 2, (1 + 1/sqrt 2)^2 2] and moments 1, 3, 11. It solves in seconds, so
+it stands in for an attention law where a test exercises the plumbing, not the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import sympy as sp
+
+from gemhsa_sym.config import Config
+from gemhsa_sym.free import Dim, Gaussian, SpectralLaw, spectral_law
+from gemhsa_sym.verification.theory import Theory, _cache_file, theory_of
+
+
+def mp_law() -> SpectralLaw:
+    """The law of case i′."""
+    n, D = Dim("n"), Dim("D")
+    return spectral_law(Gaussian("X", n, D), {n: 1, D: sp.Integer(2)})
+
+
+def store_stand_in(cache: Path, config: Config, theory: Theory, density_points: int, cdf: bool = True) -> None:
+    """Put ``theory`` in the cache where the theory task of ``config`` looks for it."""
+    path = _cache_file(cache, config, density_points, cdf)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(theory.to_json_dict()))
+
+
+def mp_theory(density_points: int = 60) -> Theory:
+    """The summary of :func:`mp_law`."""
+    return theory_of(mp_law(), density_points=density_points)
