@@ -1,0 +1,160 @@
+"""The verify, sweep and claims commands: JSON keys, plots, determinism under --jobs and on Dask.
+
+Solving an attention law takes minutes, so these tests put a stand-in law (the exact
+law of REFERENCE.md case i′) in the theory cache under the configuration's key; the
+samples are the real softmax and Gaussian-equivalent draws. The slow test at the
+end verifies the real single-head law.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemhsa_sym.cli import main
+from gemhsa_sym.config import PRESETS
+from gemhsa_sym.sampler import sample
+from gemhsa_sym.verification.claims import ClaimsResult, laws_equal, render_markdown
+from gemhsa_sym.verification.compare import Comparison, compare
+from gemhsa_sym.verification.sweep import parse_vary, sweep, vary_config
+from verification_helpers import mp_law, mp_theory, store_stand_in
+
+CONFIG = PRESETS["single-head"]
+
+
+@pytest.fixture(scope="module")
+def theory():
+    return mp_theory(density_points=60)
+
+
+@pytest.fixture()
+def cache(tmp_path: Path, theory) -> Path:
+    for points in (0, 300):
+        store_stand_in(tmp_path / "cache", CONFIG, theory, points)
+    return tmp_path / "cache"
+
+
+def verify_json(capsys: pytest.CaptureFixture[str], cache: Path, *argv: str) -> dict:
+    assert main(["verify", "single-head", "--json", "--quiet", "--cache", str(cache), *argv]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_verify_json_keys_and_figures(capsys, cache: Path) -> None:
+    data = verify_json(capsys, cache, "--n", "120", "--draws", "2", "--seed", "4")
+    assert {"ks", "w1", "floor", "moments", "edges", "outliers", "timing", "atoms"} <= set(data)
+    for key in ("ks", "w1"):
+        assert set(data[key]) == {"theory_softmax", "theory_ge"}
+        assert all(isinstance(v, float) and 0 <= v <= 10 for v in data[key].values())
+    assert {"ks", "w1"} <= set(data["floor"])
+    # the moments of the samples are those of the sampler with the same seed
+    soft = sample(CONFIG, 120, draws=2, seed=4, model="softmax").moments(4)
+    assert [m["samples"] for m in data["moments"]["softmax"]] == pytest.approx(soft.tolist(), rel=1e-12)
+    assert [m["k"] for m in data["moments"]["ge"]] == [1, 2, 3, 4]
+    assert data["outliers"]["softmax"]["count"] >= data["outliers"]["softmax"]["above_top"] >= 0
+    assert data["edges"]["softmax"][-1]["side"] == "upper" and "quantile" in data["edges"]["softmax"][-1]
+    assert {"softmax_s", "ge_s", "floor_s", "total_s"} <= set(data["timing"])
+
+
+def test_verify_does_not_depend_on_jobs(capsys, cache: Path) -> None:
+    runs = []
+    for jobs in ("1", "2"):
+        data = verify_json(capsys, cache, "--n", "60,100", "--draws", "2", "--jobs", jobs)
+        for record in (data, *data["by_n"]):
+            record.pop("timing")
+        runs.append(data)
+    assert runs[0] == runs[1]
+    scaling = runs[0]["scaling"]
+    assert scaling["n"] == [60, 100] and len(runs[0]["by_n"]) == 2
+    assert "ks_theory_softmax_exponent" in scaling
+
+
+def test_verify_text_table(capsys, cache: Path) -> None:
+    assert main(["verify", "single-head", "--n", "80", "--draws", "2", "--quiet", "--cache", str(cache)]) == 0
+    text = capsys.readouterr().out
+    for needle in ("theory-softmax", "floor (GE-GE)", "mu_4", "upper edge", "outliers softmax", "atoms"):
+        assert needle in text
+
+
+def test_verify_plot_is_rendered(tmp_path: Path, capsys, cache: Path) -> None:
+    plt = pytest.importorskip("matplotlib.pyplot")
+    out = tmp_path / "verify.png"
+    assert main(["verify", "single-head", "--n", "80", "--draws", "2", "--quiet", "--cache", str(cache),
+                 "--plot", str(out)]) == 0
+    assert out.stat().st_size > 20_000
+    image = plt.imread(out)[..., :3]
+    assert image.shape[0] > 300 and image.shape[1] > 1000
+    not_white = np.mean(np.any(image < 0.9, axis=-1))
+    assert 0.02 < not_white < 0.9 and image.std() > 0.05
+
+
+def test_sweep_parsing_and_heads() -> None:
+    assert parse_vary("beta=0.25:1.5:6") == ("beta", ["0.25", "0.5", "0.75", "1", "1.25", "1.5"])
+    assert parse_vary("heads=1,2,4,8") == ("heads", ["1", "2", "4", "8"])
+    with pytest.raises(ValueError, match="vary"):
+        parse_vary("beta")
+    config = vary_config(PRESETS["mha"], {"heads": "8"})
+    assert config.heads == 8 and config.d_k * 8 == config.d and config.d_v == config.d_k
+
+
+def test_sweep_is_the_same_serially_in_processes_and_on_dask() -> None:
+    distributed = pytest.importorskip("distributed")
+    from gemhsa_sym.verification.execute import open_executor
+
+    vary = [("beta", ["0.5", "1"]), ("heads", ["1", "2"])]
+    args = dict(n=48, draws=2, seed=7, theory=False)
+    serial = sweep(CONFIG, vary, **args).to_json_dict()
+    with open_executor(jobs=2) as pool:
+        assert sweep(CONFIG, vary, executor=pool, **args).to_json_dict() == serial
+    with distributed.LocalCluster(host="127.0.0.1", protocol="tcp://", n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        with open_executor(scheduler=cluster.scheduler_address) as executor:
+            assert sweep(CONFIG, vary, executor=executor, **args).to_json_dict() == serial
+    # different points draw different seeds
+    rows = [p["mc"]["softmax"]["mu_1"]["mean"] for p in serial["points"]]
+    assert len(set(rows)) == len(rows)
+
+
+def test_sweep_command_with_theory_and_plot(tmp_path: Path, capsys, theory) -> None:
+    pytest.importorskip("matplotlib")
+    cache = tmp_path / "cache"
+    for beta in ("0.5", "1"):
+        store_stand_in(cache, CONFIG.replace(beta=beta), theory, 0, cdf=False)
+    out = tmp_path / "sweep.png"
+    assert main(["sweep", "single-head", "--vary", "beta=0.5:1:2", "--n", "40", "--draws", "2", "--quiet",
+                 "--cache", str(cache), "--plot", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [p["values"] for p in data["points"]] == [{"beta": "0.5"}, {"beta": "1"}]
+    assert data["points"][0]["theory"]["moments"][:2] == pytest.approx([1, 3])
+    assert set(data["points"][1]["mc"]) == {"softmax", "ge"} and out.stat().st_size > 10_000
+
+
+def test_claims_verdicts_are_computed(theory) -> None:
+    from gemhsa_sym.free import Dim, Gaussian, spectral_law
+    from gemhsa_sym.verification.theory import theory_of
+
+    n, D = Dim("n"), Dim("D")
+    other = theory_of(spectral_law(Gaussian("X", n, D), {n: 1, D: 4}), density_points=0)
+    assert laws_equal(theory, theory)[0] and not laws_equal(theory, other)[0]
+    law = mp_law()
+    rows = {}
+    for name in PRESETS:
+        samples = {key: law.sample(40, seed=seed, draws=2) for seed, key in enumerate(("softmax", "ge", "floor"))}
+        rows[name] = [Comparison(**{**compare(theory, samples).__dict__, "n": 40})]
+    theories = {name: theory for name in PRESETS} | {"shared-q": other}
+    text = render_markdown(ClaimsResult([40], 2, 0, theories, rows), "gemhsa-sym claims --n 40")
+    line = next(row for row in text.splitlines() if row.startswith("| Q sharing"))
+    assert "law changed" in line and line.endswith("| yes |")
+    line = next(row for row in text.splitlines() if row.startswith("| Tying"))
+    assert "law preserved" in line and line.endswith("| NO |")
+    assert "**does not narrow**" in text
+
+
+@pytest.mark.slow
+def test_verify_single_head_real_law(capsys) -> None:
+    assert main(["verify", "single-head", "--n", "400", "--draws", "2", "--json", "--quiet"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ks"]["theory_ge"] < 0.03 and data["ks"]["theory_softmax"] < 0.04
+    assert data["moments"]["ge"][0]["rel_diff"] == pytest.approx(0, abs=0.03)
