@@ -53,7 +53,7 @@ def plot_verify(result: VerifyResult, path: str | Path) -> None:
     total = {name: x.size for name, x in samples.items()}
     x_rho, rho = theory.density
     top = max(theory.top_edge, max(float(x[-1]) for x in samples.values()))
-    fig, (ax_lin, ax_log, ax_cdf) = plt.subplots(1, 3, figsize=(17, 5.2))
+    fig, (ax_lin, ax_log, ax_cdf) = plt.subplots(1, 3, figsize=(18, 5.6), layout="constrained")
     config = result.config
     fig.suptitle(f"{config.name or 'configuration'}: {config.summary()}\n"
                  f"n = {comparison.n}, {comparison.draws} draw(s), seed {result.seed}; eigenvalues of $Y_c^T Y_c / n$",
@@ -78,7 +78,7 @@ def plot_verify(result: VerifyResult, path: str | Path) -> None:
             stems.plot([0.0], [info["fraction"]], marker="x", ls="", color=COLOURS[name], label=f"{name}: zero fraction")
         stems.set_ylim(0, 1.05)
         stems.set_ylabel("atom mass")
-        stems.legend(loc="upper center", fontsize=8)
+        stems.legend(loc="center right", fontsize=8)
     ax_lin.legend(loc="upper right", fontsize=8)
     ax_lin.set_title("density over histogram", fontsize=10)
 
@@ -117,7 +117,7 @@ def plot_sweep(result: SweepResult, path: str | Path) -> None:
     plt = _pyplot()
     first = result.parameters[0]
     quantities = [("mu_1", "$\\mu_1$"), ("mu_2", "$\\mu_2$"), ("top_edge", "top edge")]
-    fig, axes = plt.subplots(1, len(quantities), figsize=(5.5 * len(quantities), 4.6))
+    fig, axes = plt.subplots(1, len(quantities), figsize=(5.5 * len(quantities), 4.8), layout="constrained")
     config = result.config
     others = result.parameters[1:]
     title = f"{config.name or 'configuration'}: {config.summary()}\nvarying {', '.join(result.parameters)}"
