@@ -18,7 +18,7 @@ from gemhsa_sym.cli import main
 from gemhsa_sym.config import PRESETS
 from gemhsa_sym.sampler import sample
 from gemhsa_sym.verification.claims import ClaimsResult, laws_equal, render_markdown
-from gemhsa_sym.verification.compare import Comparison, compare
+from gemhsa_sym.verification.compare import compare
 from gemhsa_sym.verification.sweep import parse_vary, sweep, vary_config
 from verification_helpers import mp_law, mp_theory, store_stand_in
 
@@ -142,7 +142,7 @@ def test_claims_verdicts_are_computed(theory) -> None:
     rows = {}
     for name in PRESETS:
         samples = {key: law.sample(40, seed=seed, draws=2) for seed, key in enumerate(("softmax", "ge", "floor"))}
-        rows[name] = [Comparison(**{**compare(theory, samples).__dict__, "n": 40})]
+        rows[name] = [compare(theory, samples, 40)]
     theories = {name: theory for name in PRESETS} | {"shared-q": other}
     text = render_markdown(ClaimsResult([40], 2, 0, theories, rows), "gemhsa-sym claims --n 40")
     line = next(row for row in text.splitlines() if row.startswith("| Q sharing"))

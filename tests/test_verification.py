@@ -70,7 +70,7 @@ def test_compare_reports_outliers_atoms_and_moments(law_and_theory, draws) -> No
     planted = samples["softmax"].copy()
     planted[0, -2:] = [9.0, 12.5]  # two eigenvalues far above the top edge 5.83
     samples["softmax"] = np.sort(planted, axis=1)
-    c = compare(theory, samples)
+    c = compare(theory, samples, 150)
     assert c.outliers["softmax"]["above_top"] == c.outliers["ge"]["above_top"] + 2
     assert c.outliers["softmax"]["max"] == 12.5 and c.outliers["softmax"]["largest"][:2] == [12.5, 9.0]
     assert c.atoms["ge"]["fraction"] == 0.5 and abs(c.atoms["ge"]["theory_fraction"] - 0.5) < 1e-9

@@ -26,7 +26,7 @@ import sympy as sp
 
 from gemhsa_sym.config import PRESETS
 
-from .compare import Comparison, _two_sample, compare, draw_tasks
+from .compare import Comparison, compare, draw_tasks, two_sample
 from .execute import Task, run_tasks
 from .theory import Theory, theory_task
 
@@ -87,8 +87,7 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
         for value in sizes:
             samples = {model: np.stack([r[0] for r in results[first:first + count]])
                        for key, size, model, first, count in layout if key == name and size == value}
-            c = compare(theories[name], samples)
-            comparisons.setdefault(name, []).append(Comparison(**{**c.__dict__, "n": value}))
+            comparisons.setdefault(name, []).append(compare(theories[name], samples, value))
     return ClaimsResult(sizes, draws, seed, theories, comparisons)
 
 
@@ -144,7 +143,7 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
             continue
         equal, diff, exact = laws_equal(result.theories[name], result.theories[reference])
         a, b = result.comparisons[name][-1], result.comparisons[reference][-1]
-        mc = _two_sample(a.samples["softmax"], b.samples["softmax"])["ks"]
+        mc = two_sample(a.samples["softmax"], b.samples["softmax"])["ks"]
         mu2 = f"{result.theories[name].moments[1]['float']:.6g} vs {result.theories[reference].moments[1]['float']:.6g}"
         lines.append(f"| {claim} | {name} vs {reference} | {'law preserved' if equal else 'law changed'} | "
                      f"{diff:.2e} | {mu2} | {'n/a' if exact is None else exact} | {mc:.4f} | {a.floor['ks']:.4f} | "

@@ -36,8 +36,8 @@ from gemhsa_sym.sampler import DrawTask, run_draw
 from .execute import Task, run_tasks
 from .theory import Theory, theory_task
 
-__all__ = ["FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "compare", "draw_tasks", "empirical_ks",
-           "empirical_w1", "format_report", "verify"]
+__all__ = ["FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "clean", "compare", "draw_tasks",
+           "empirical_ks", "empirical_w1", "format_report", "two_sample", "verify"]
 
 #: Second entropy word of the independent Gaussian-equivalent sample set (the floor).
 FLOOR_STREAM = 1
@@ -96,7 +96,7 @@ def empirical_w1(theory: Theory, samples: np.ndarray) -> float:
     return float(np.sum(h * piece) + tail)
 
 
-def _two_sample(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+def two_sample(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     """KS and W1 between two sample sets."""
     a, b = clean(a), clean(b)
     return {"ks": float(stats.ks_2samp(a, b, method="asymp").statistic), "w1": float(stats.wasserstein_distance(a, b))}
@@ -196,17 +196,17 @@ class Comparison:
         return {key: value for key, value in self.__dict__.items() if key != "samples"}
 
 
-def compare(theory: Theory, samples: dict[str, np.ndarray], edge_tol: float = 0.05,
+def compare(theory: Theory, samples: dict[str, np.ndarray], n: int, edge_tol: float = 0.05,
             timing: dict[str, float] | None = None) -> Comparison:
-    """Theory against the sample sets ``softmax``, ``ge``, ``floor`` (each draws x d_out)."""
+    """Theory against the sample sets ``softmax``, ``ge``, ``floor`` (each draws x d_out) at token count ``n``."""
     draws, d_out = samples["softmax"].shape
     pooled = {name: clean(values) for name, values in samples.items()}
     return Comparison(
-        n=0, draws=draws,
+        n=n, draws=draws,
         ks={f"theory_{name}": empirical_ks(theory, pooled[name]) for name in ("softmax", "ge")},
         w1={f"theory_{name}": empirical_w1(theory, pooled[name]) for name in ("softmax", "ge")},
-        floor=_two_sample(pooled["ge"], pooled["floor"]) | {"ks_theory_floor": empirical_ks(theory, pooled["floor"])},
-        softmax_ge=_two_sample(pooled["softmax"], pooled["ge"]),
+        floor=two_sample(pooled["ge"], pooled["floor"]) | {"ks_theory_floor": empirical_ks(theory, pooled["floor"])},
+        softmax_ge=two_sample(pooled["softmax"], pooled["ge"]),
         moments={name: _moments(theory, samples[name]) for name in ("softmax", "ge")},
         edges={name: _edges(theory, pooled[name], d_out, edge_tol) for name in ("softmax", "ge")},
         outliers={name: _outliers(theory, samples[name], edge_tol) for name in ("softmax", "ge")},
@@ -293,8 +293,7 @@ def verify(config: Config, n: list[int], draws: int = 3, seed: int = 0, executor
                 chunk = results[first:first + count]
                 samples[name] = np.stack([spectrum for spectrum, _ in chunk])
                 timing[f"{name}_s"] = float(sum(seconds for _, seconds in chunk))
-        comparison = compare(theory, samples, edge_tol, timing)
-        comparisons.append(Comparison(**{**comparison.__dict__, "n": value}))
+        comparisons.append(compare(theory, samples, value, edge_tol, timing))
     return VerifyResult(config, seed, theory, comparisons, time.perf_counter() - start)
 
 
