@@ -84,7 +84,6 @@ def empirical_w1(theory: Theory, samples: np.ndarray) -> float:
     """∫ |F - F_n| dx, exact for the tabulated F (linear between its grid points)."""
     x = clean(samples)
     grid = np.union1d(np.union1d(theory.grid, x), [a["location"] for a in theory.atoms])
-    grid = grid[(grid >= min(0.0, grid[0]))]
     F = theory.cdf(grid)
     F_next = theory.cdf(np.nextafter(grid[1:], -np.inf))
     Fn = np.searchsorted(x, grid, side="right") / x.size

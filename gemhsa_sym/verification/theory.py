@@ -136,12 +136,11 @@ def theory_of(law: SpectralLaw, config: Config | None = None, moments: int = 4, 
     atoms = law.atoms()
     grids, values, xs, rhos = [np.zeros(0)], [np.zeros(0)], [np.zeros(0)], [np.zeros(0)]
     if cdf:
-        mass = sum(a.mass for a in atoms)
         for lo, hi in zip(edges[::2], edges[1::2]):
             a, b = float(lo.location), float(hi.location)
             x = _graded(a, b, lo.hard, CDF_POINTS, closed=True)
             grids.append(x)
-            values.append(np.asarray(law.cdf(x)) - mass * (x >= 0))
+            values.append(np.asarray(law.cdf(x)) - sum(a.mass * (x >= a.location) for a in atoms))
             if density_points:
                 x = _graded(a, b, lo.hard, density_points, closed=False)
                 xs.append(x)
