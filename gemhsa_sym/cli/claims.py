@@ -6,6 +6,7 @@ import argparse
 import os
 
 from gemhsa_sym.cli.common import add_execution_arguments, int_list, write_atomic
+from gemhsa_sym.config import PRESETS
 from gemhsa_sym.verification.claims import claims, render_markdown
 from gemhsa_sym.verification.execute import open_executor, show_progress
 
@@ -26,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="token counts (default 500,1000,2000)")
     parser.add_argument("--draws", type=int, default=2, help="draws per sample set (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    parser.add_argument("--presets", type=_presets, default=tuple(PRESETS), metavar="NAME[,NAME...]",
+                        help="presets to derive and draw (default all); claims about others are marked not computed")
     parser.add_argument("--cache", metavar="DIR", help="reuse (and store) the laws' summaries in DIR")
     parser.add_argument("--out", default=os.path.join("derivations", "claims.md"), metavar="FILE",
                         help="Markdown file to write (default derivations/claims.md; '-' for standard output)")
@@ -33,12 +36,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
+def _presets(spec: str) -> tuple[str, ...]:
+    """``mha,mqa`` as preset names, checked."""
+    names = tuple(name.strip() for name in spec.split(",") if name.strip())
+    unknown = [name for name in names if name not in PRESETS]
+    if unknown or not names:
+        raise ValueError(f"presets: unknown {unknown or spec!r}; choose from {', '.join(PRESETS)}")
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
     """Compute and write the report."""
     with open_executor(args.jobs, args.scheduler) as executor:
         result = claims(args.n, draws=args.draws, seed=args.seed, executor=executor,
-                        progress=show_progress(args.quiet), cache=args.cache)
+                        progress=show_progress(args.quiet), cache=args.cache, presets=args.presets)
     command = f"gemhsa-sym claims --n {','.join(map(str, result.n))} --draws {result.draws} --seed {result.seed}"
+    if args.presets != tuple(PRESETS):
+        command += f" --presets {','.join(args.presets)}"
     text = render_markdown(result, command)
     if args.out == "-":
         print(text, end="")
