@@ -27,13 +27,12 @@ CONFIG = PRESETS["single-head"]
 
 @pytest.fixture(scope="module")
 def theory():
-    return mp_theory(density_points=60)
+    return mp_theory()
 
 
 @pytest.fixture()
 def cache(tmp_path: Path, theory) -> Path:
-    for points in (0, 300):
-        store_stand_in(tmp_path / "cache", CONFIG, theory, points)
+    store_stand_in(tmp_path / "cache", CONFIG, theory)
     return tmp_path / "cache"
 
 
@@ -121,7 +120,7 @@ def test_sweep_command_with_theory_and_plot(tmp_path: Path, capsys, theory) -> N
     pytest.importorskip("matplotlib")
     cache = tmp_path / "cache"
     for beta in ("0.5", "1"):
-        store_stand_in(cache, CONFIG.replace(beta=beta), theory, 0, cdf=False)
+        store_stand_in(cache, CONFIG.replace(beta=beta), theory, cdf=False)
     out = tmp_path / "sweep.png"
     assert main(["sweep", "single-head", "--vary", "beta=0.5:1:2", "--n", "40", "--draws", "2", "--quiet",
                  "--cache", str(cache), "--plot", str(out), "--json"]) == 0
@@ -136,7 +135,7 @@ def test_claims_verdicts_are_computed(theory) -> None:
     from gemhsa_sym.verification.theory import theory_of
 
     n, D = Dim("n"), Dim("D")
-    other = theory_of(spectral_law(Gaussian("X", n, D), {n: 1, D: 4}), density_points=0)
+    other = theory_of(spectral_law(Gaussian("X", n, D), {n: 1, D: 4}))
     assert laws_equal(theory, theory)[0] and not laws_equal(theory, other)[0]
     law = mp_law()
     rows = {}

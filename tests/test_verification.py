@@ -16,7 +16,7 @@ def law_and_theory():
     from gemhsa_sym.verification.theory import theory_of
 
     law = mp_law()
-    return law, theory_of(law, density_points=40)
+    return law, theory_of(law)
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +39,9 @@ def test_table_reproduces_the_law(law_and_theory) -> None:
     assert np.max(np.abs(theory.cdf(x) - law.cdf(x))) < 1e-6
     q = np.array([0.2, 0.5, 0.6, 0.9, 0.999])
     assert np.allclose(theory.quantile(q), law.quantile(q), atol=1e-5)
+    xd, rho = theory.density()
+    inside = (xd > 0.3) & (xd < 5.5)
+    assert np.allclose(rho[inside], law.density(xd[inside]), rtol=1e-3, atol=1e-4)
     again = Theory.from_json_dict(theory.to_json_dict())
     assert np.array_equal(again.cdf(x), theory.cdf(x)) and again.probes == theory.probes
 

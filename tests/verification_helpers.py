@@ -14,7 +14,7 @@ import sympy as sp
 
 from gemhsa_sym.config import Config
 from gemhsa_sym.free import Dim, Gaussian, SpectralLaw, spectral_law
-from gemhsa_sym.verification.theory import Theory, _cache_file, theory_of
+from gemhsa_sym.verification.theory import Theory, cache_file, theory_of
 
 
 def mp_law() -> SpectralLaw:
@@ -23,13 +23,13 @@ def mp_law() -> SpectralLaw:
     return spectral_law(Gaussian("X", n, D), {n: 1, D: sp.Integer(2)})
 
 
-def store_stand_in(cache: Path, config: Config, theory: Theory, density_points: int, cdf: bool = True) -> None:
+def store_stand_in(cache: Path, config: Config, theory: Theory, cdf: bool = True) -> None:
     """Put ``theory`` in the cache where the theory task of ``config`` looks for it."""
-    path = _cache_file(cache, config, density_points, cdf)
+    path = cache_file(cache, config, cdf)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(theory.to_json_dict()))
 
 
-def mp_theory(density_points: int = 60) -> Theory:
+def mp_theory() -> Theory:
     """The summary of :func:`mp_law`."""
-    return theory_of(mp_law(), density_points=density_points)
+    return theory_of(mp_law())

@@ -45,8 +45,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     with open_executor(args.jobs, args.scheduler) as executor:
         result = verify(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
-                        progress=show_progress(args.quiet), edge_tol=args.edge_tol,
-                        density_points=300 if args.plot else 0, cache=args.cache)
+                        progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache)
     if args.plot:
         from gemhsa_sym.verification.plots import plot_verify
 

@@ -73,7 +73,7 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
            cache: str | None = None, presets: tuple[str, ...] = tuple(PRESETS)) -> ClaimsResult:
     """Derive every preset and draw it at every n (module docstring)."""
     sizes = sorted(set(n))
-    tasks: list[Task] = [(theory_task, (PRESETS[name], 0, True, cache)) for name in presets]
+    tasks: list[Task] = [(theory_task, (PRESETS[name], True, cache)) for name in presets]
     layout = []
     for name in presets:
         for value in sizes:

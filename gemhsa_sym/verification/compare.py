@@ -260,8 +260,7 @@ class VerifyResult:
 
 
 def verify(config: Config, n: list[int], draws: int = 3, seed: int = 0, executor: Any = None,
-           progress: bool = False, edge_tol: float = 0.05, density_points: int = 300,
-           cache: str | None = None, theory: Theory | None = None) -> VerifyResult:
+           progress: bool = False, edge_tol: float = 0.05, cache: str | None = None, theory: Theory | None = None) -> VerifyResult:
     """Derive the law of ``config`` and compare it with seeded samples at every token count in ``n``.
 
     The law's summary (unless given as ``theory``) and all draws are tasks on
@@ -275,7 +274,7 @@ def verify(config: Config, n: list[int], draws: int = 3, seed: int = 0, executor
     for value in sizes:
         config.sizes(value)
     start = time.perf_counter()
-    tasks: list[Task] = [] if theory is not None else [(theory_task, (config, density_points, True, cache))]
+    tasks: list[Task] = [] if theory is not None else [(theory_task, (config, True, cache))]
     layout = []
     for value in sizes:
         for name, group in draw_tasks(config, value, draws, seed).items():

@@ -51,7 +51,7 @@ def plot_verify(result: VerifyResult, path: str | Path) -> None:
     theory, comparison = result.theory, result.comparisons[-1]
     samples = {name: clean(comparison.samples[name]) for name in ("softmax", "ge")}
     total = {name: x.size for name, x in samples.items()}
-    x_rho, rho = theory.density
+    x_rho, rho = theory.density()
     top = max(theory.top_edge, max(float(x[-1]) for x in samples.values()))
     fig, (ax_lin, ax_log, ax_cdf) = plt.subplots(1, 3, figsize=(18, 5.6), layout="constrained")
     config = result.config

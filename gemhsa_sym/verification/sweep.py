@@ -130,7 +130,7 @@ def sweep(config: Config, vary: list[tuple[str, list[str]]], n: int | None = 100
     configs = [vary_config(config, values) for values in grid]
     tasks: list[Task] = []
     if theory:
-        tasks += [(theory_task, (c, 0, False, cache)) for c in configs]
+        tasks += [(theory_task, (c, False, cache)) for c in configs]
     if n is not None:
         for c, child in zip(configs, np.random.SeedSequence(seed).spawn(len(configs))):
             c.sizes(n)

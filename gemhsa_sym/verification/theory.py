@@ -4,8 +4,8 @@ Solving the law (support, CDF) is the expensive step, so it runs once per
 configuration, possibly in a worker process, and returns a :class:`Theory`:
 moments (exact when the law gives them symbolically), support edges, atoms, the
 CDF of the continuous part tabulated on a grid graded towards every edge (the
-law's own CDF, :meth:`SpectralLaw.cdf`, at those points), the density for plots,
-and the Stieltjes transform at fixed probe points (to decide whether two laws
+law's own CDF, :meth:`SpectralLaw.cdf`, at those points; the density for plots
+is its derivative), and the Stieltjes transform at fixed probe points (to decide whether two laws
 are equal without sampling).
 """
 
@@ -32,7 +32,7 @@ PROBES: tuple[complex, ...] = (-1 + 1j, 0.25 + 0.5j, 1 + 0.25j, 2 + 1j, 5 + 2j, 
 #: Points of the CDF table per support interval.
 CDF_POINTS = 2048
 #: Version of the cache files; bumped whenever :class:`Theory` changes.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Theory:
 
     ``moments[k]`` is ``{"exact": str | None, "float": float}`` for mu_{k+1};
     ``edges`` and ``atoms`` are plain dicts; ``grid``/``cdf_continuous`` tabulate
-    the continuous part of the CDF; ``density`` is ``(x, rho)`` for plots.
+    the continuous part of the CDF.
     """
 
     config: dict[str, Any]
@@ -50,7 +50,6 @@ class Theory:
     atoms: list[dict[str, Any]]
     grid: np.ndarray = field(repr=False)
     cdf_continuous: np.ndarray = field(repr=False)
-    density: tuple[np.ndarray, np.ndarray] = field(repr=False)
     probes: list[complex] = field(repr=False)
     seconds: float = 0.0
 
@@ -76,6 +75,13 @@ class Theory:
             out = out + atom["mass"] * (xa >= atom["location"])
         return out
 
+    def density(self, stride: int = 4) -> tuple[np.ndarray, np.ndarray]:
+        """(x, rho) of the continuous part: slopes of the CDF table over ``stride`` grid steps (for plots)."""
+        x, F = self.grid[::stride], self.cdf_continuous[::stride]
+        step = np.diff(x)
+        keep = step > 0
+        return ((x[:-1] + x[1:])[keep] / 2, (np.diff(F)[keep] / step[keep]).clip(min=0.0))
+
     def quantile(self, q: Any) -> np.ndarray:
         """The smallest x with cdf(x) >= q, linear between the table's points."""
         qa = np.asarray(q, dtype=float)
@@ -91,7 +97,6 @@ class Theory:
         data = asdict(self)
         data["grid"] = self.grid.tolist()
         data["cdf_continuous"] = self.cdf_continuous.tolist()
-        data["density"] = [self.density[0].tolist(), self.density[1].tolist()]
         data["probes"] = [[p.real, p.imag] for p in self.probes]
         return data
 
@@ -101,7 +106,6 @@ class Theory:
         return cls(
             config=data["config"], moments=data["moments"], edges=data["edges"], atoms=data["atoms"],
             grid=np.array(data["grid"]), cdf_continuous=np.array(data["cdf_continuous"]),
-            density=(np.array(data["density"][0]), np.array(data["density"][1])),
             probes=[complex(re, im) for re, im in data["probes"]], seconds=data["seconds"],
         )
 
@@ -120,31 +124,26 @@ def _moments(law: SpectralLaw, k: int) -> list[dict[str, Any]]:
     return [{"exact": None, "float": float(v)} for v in law.numeric_moments(k)]
 
 
-def _graded(a: float, b: float, hard: bool, points: int, closed: bool) -> np.ndarray:
-    """Points of [a, b] crowded towards the edges: s^4 (s^3 open) at a hard edge, cosine otherwise."""
-    s = np.linspace(0.0, 1.0, points) if closed else (np.arange(points) + 0.5) / points
+def _graded(a: float, b: float, hard: bool, points: int) -> np.ndarray:
+    """Points of [a, b] crowded towards the edges: s^4 at a hard edge, cosine otherwise."""
+    s = np.linspace(0.0, 1.0, points)
     if hard:
-        return a + (b - a) * s ** (4 if closed else 3)
+        return a + (b - a) * s**4
     return a + (b - a) * (1 - np.cos(np.pi * s)) / 2
 
 
-def theory_of(law: SpectralLaw, config: Config | None = None, moments: int = 4, density_points: int = 300,
-              cdf: bool = True) -> Theory:
-    """The :class:`Theory` of ``law``; ``cdf=False`` skips the CDF and density (moments, edges, atoms only)."""
+def theory_of(law: SpectralLaw, config: Config | None = None, moments: int = 4, cdf: bool = True) -> Theory:
+    """The :class:`Theory` of ``law``; ``cdf=False`` skips the CDF table (moments, edges, atoms only)."""
     start = time.perf_counter()
     edges = law.edges(dps=16)
     atoms = law.atoms()
-    grids, values, xs, rhos = [np.zeros(0)], [np.zeros(0)], [np.zeros(0)], [np.zeros(0)]
+    grids, values = [np.zeros(0)], [np.zeros(0)]
     if cdf:
         for lo, hi in zip(edges[::2], edges[1::2]):
             a, b = float(lo.location), float(hi.location)
-            x = _graded(a, b, lo.hard, CDF_POINTS, closed=True)
+            x = _graded(a, b, lo.hard, CDF_POINTS)
             grids.append(x)
             values.append(np.asarray(law.cdf(x)) - sum(a.mass * (x >= a.location) for a in atoms))
-            if density_points:
-                x = _graded(a, b, lo.hard, density_points, closed=False)
-                xs.append(x)
-                rhos.append(np.asarray(law.density(x)))
     probes = [complex(m) for m in np.atleast_1d(law.stieltjes(np.array(PROBES)))]
     return Theory(
         config={} if config is None else config.to_dict(),
@@ -154,29 +153,29 @@ def theory_of(law: SpectralLaw, config: Config | None = None, moments: int = 4, 
                 "exact": None if a.exact is None else str(a.exact)} for a in atoms],
         grid=np.concatenate(grids) if cdf else np.zeros(1),
         cdf_continuous=np.concatenate(values) if cdf else np.zeros(1),
-        density=(np.concatenate(xs), np.concatenate(rhos)),
         probes=probes,
         seconds=time.perf_counter() - start,
     )
 
 
-def _cache_file(cache: Path, config: Config, density_points: int, cdf: bool) -> Path:
-    key = json.dumps([CACHE_FORMAT, config.to_dict(), density_points, cdf], sort_keys=True)
+def cache_file(cache: Path, config: Config, cdf: bool) -> Path:
+    """Where the summary of ``config`` (with or without the CDF table) is kept in the folder ``cache``."""
+    key = json.dumps([CACHE_FORMAT, config.to_dict(), cdf], sort_keys=True)
     return cache / f"theory-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
 
 
-def theory_task(config: Config, density_points: int = 300, cdf: bool = True, cache: str | None = None) -> Theory:
+def theory_task(config: Config, cdf: bool = True, cache: str | None = None) -> Theory:
     """Derive and summarise the law of ``config`` (a task for an executor).
 
     With ``cache`` (a folder), a summary computed before for the same
     configuration and options is read back instead of solving again.
     """
-    path = None if cache is None else _cache_file(Path(cache), config, density_points, cdf)
+    path = None if cache is None else cache_file(Path(cache), config, cdf)
     if path is not None and path.is_file():
         return Theory.from_json_dict(json.loads(path.read_text(encoding="utf-8")))
     start = time.perf_counter()
     law = derive(config)
-    theory = theory_of(law, config, density_points=density_points, cdf=cdf)
+    theory = theory_of(law, config, cdf=cdf)
     theory = Theory(**{**theory.__dict__, "seconds": time.perf_counter() - start})
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
