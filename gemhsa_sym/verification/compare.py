@@ -17,8 +17,10 @@ floor. :func:`compare` then measures, for each n:
   level 1 - 1/d_out; eigenvalues outside the widened support are outliers,
   counted and reported with their largest value;
 - each atom's mass against the fraction of numerically zero eigenvalues
-  (below ``ZERO_TOL`` times the largest eigenvalue; those are set to 0 before
-  the distribution distances, since an atom at 0 shows up as round-off).
+  (below ``ZERO_TOL`` times the largest eigenvalue). When the law has an atom
+  at 0 these are set to 0 before the distribution distances (the atom shows up
+  as round-off); otherwise they are true eigenvalues of a law whose density
+  diverges at 0 and are left as they are.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ __all__ = ["FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "clean", "c
 
 #: Second entropy word of the independent Gaussian-equivalent sample set (the floor).
 FLOOR_STREAM = 1
-#: Eigenvalues below this times the largest one are numerically zero.
-ZERO_TOL = 1e-9
+#: Eigenvalues below this times the largest one are numerically zero (round-off of eigvalsh is ~1e-14).
+ZERO_TOL = 1e-11
 #: Sample sets of one n: the softmax layer, its GE with the same draws, an independent GE set.
 SETS: tuple[str, ...] = ("softmax", "ge", "floor")
 
@@ -64,15 +66,16 @@ def draw_tasks(config: Config, n: int, draws: int, seed: int) -> dict[str, list[
     }
 
 
-def clean(eigenvalues: np.ndarray) -> np.ndarray:
-    """Sorted eigenvalues with the numerically zero ones (and round-off negatives) set to 0."""
+def clean(eigenvalues: np.ndarray, snap: bool = True) -> np.ndarray:
+    """Sorted eigenvalues, round-off negatives set to 0, and with ``snap`` the numerically zero ones too."""
     x = np.sort(np.asarray(eigenvalues, dtype=float), axis=None)
-    return np.where(x <= ZERO_TOL * max(float(x[-1]), 0.0), 0.0, x)
+    cut = ZERO_TOL * max(float(x[-1]), 0.0) if snap else 0.0
+    return np.where(x <= cut, 0.0, x)
 
 
 def empirical_ks(theory: Theory, samples: np.ndarray) -> float:
     """sup |F - F_n| over both sides of every jump, for the law's CDF F (atoms included)."""
-    x, counts = np.unique(clean(samples), return_counts=True)
+    x, counts = np.unique(clean(samples, _snaps(theory)), return_counts=True)
     right = np.cumsum(counts) / counts.sum()
     left = right - counts / counts.sum()
     F = theory.cdf(x)
@@ -82,7 +85,7 @@ def empirical_ks(theory: Theory, samples: np.ndarray) -> float:
 
 def empirical_w1(theory: Theory, samples: np.ndarray) -> float:
     """∫ |F - F_n| dx, exact for the tabulated F (linear between its grid points)."""
-    x = clean(samples)
+    x = clean(samples, _snaps(theory))
     grid = np.union1d(np.union1d(theory.grid, x), [a["location"] for a in theory.atoms])
     F = theory.cdf(grid)
     F_next = theory.cdf(np.nextafter(grid[1:], -np.inf))
@@ -95,9 +98,14 @@ def empirical_w1(theory: Theory, samples: np.ndarray) -> float:
     return float(np.sum(h * piece) + tail)
 
 
-def two_sample(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+def _snaps(theory: Theory) -> bool:
+    """Numerically zero eigenvalues are set to 0 when the law has an atom there."""
+    return any(a["location"] == 0 and a["mass"] > 0 for a in theory.atoms)
+
+
+def two_sample(a: np.ndarray, b: np.ndarray, snap: bool = True) -> dict[str, float]:
     """KS and W1 between two sample sets."""
-    a, b = clean(a), clean(b)
+    a, b = clean(a, snap), clean(b, snap)
     return {"ks": float(stats.ks_2samp(a, b, method="asymp").statistic), "w1": float(stats.wasserstein_distance(a, b))}
 
 
@@ -199,13 +207,14 @@ def compare(theory: Theory, samples: dict[str, np.ndarray], n: int, edge_tol: fl
             timing: dict[str, float] | None = None) -> Comparison:
     """Theory against the sample sets ``softmax``, ``ge``, ``floor`` (each draws x d_out) at token count ``n``."""
     draws, d_out = samples["softmax"].shape
-    pooled = {name: clean(values) for name, values in samples.items()}
+    snap = _snaps(theory)
+    pooled = {name: clean(values, snap) for name, values in samples.items()}
     return Comparison(
         n=n, draws=draws,
         ks={f"theory_{name}": empirical_ks(theory, pooled[name]) for name in ("softmax", "ge")},
         w1={f"theory_{name}": empirical_w1(theory, pooled[name]) for name in ("softmax", "ge")},
-        floor=two_sample(pooled["ge"], pooled["floor"]) | {"ks_theory_floor": empirical_ks(theory, pooled["floor"])},
-        softmax_ge=two_sample(pooled["softmax"], pooled["ge"]),
+        floor=two_sample(pooled["ge"], pooled["floor"], snap) | {"ks_theory_floor": empirical_ks(theory, pooled["floor"])},
+        softmax_ge=two_sample(pooled["softmax"], pooled["ge"], snap),
         moments={name: _moments(theory, samples[name]) for name in ("softmax", "ge")},
         edges={name: _edges(theory, pooled[name], d_out, edge_tol) for name in ("softmax", "ge")},
         outliers={name: _outliers(theory, samples[name], edge_tol) for name in ("softmax", "ge")},

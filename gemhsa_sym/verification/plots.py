@@ -89,7 +89,8 @@ def plot_verify(result: VerifyResult, path: str | Path) -> None:
         counts, _ = np.histogram(np.log10(x[x > 0]), bins=log_bins)
         ax_log.stairs(counts / (total[name] * np.diff(log_bins)), 10**log_bins, color=COLOURS[name], alpha=0.8,
                       label=f"{name} samples")
-    ax_log.plot(x_rho, x_rho * rho * np.log(10), color=COLOURS["theory"], lw=1.4,
+    shown = x_rho >= low
+    ax_log.plot(x_rho[shown], (x_rho * rho * np.log(10))[shown], color=COLOURS["theory"], lw=1.4,
                 label="theory $\\lambda\\,\\rho(\\lambda) \\ln 10$")
     ax_log.set_xscale("log")
     ax_log.set_xlabel("eigenvalue $\\lambda$ (log scale)")
