@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -37,6 +35,7 @@ import sympy as sp
 
 from .config import Config
 from .derive import derive
+from .files import write_atomic
 from .free.latex import document
 from .free.law import SpectralLaw, spectral_law
 from .free.matrices import Dim, Gaussian
@@ -110,21 +109,14 @@ def _dump(record: dict[str, Any]) -> str:
     return json.dumps(record, indent=2) + "\n"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-
-
 def write(folder: Path, only: Sequence[str] | None = None, progress: Callable[[str], None] = lambda name: None) -> list[str]:
     """Regenerate and write the records and documents; returns the names written."""
     names = []
     for name, path in records(folder, only):
         progress(name)
         record = _record(path)
-        _atomic_write(path.with_suffix(".json"), _dump(record))
-        _atomic_write(path.with_suffix(".tex"), document(record))
+        write_atomic(path.with_suffix(".json"), _dump(record))
+        write_atomic(path.with_suffix(".tex"), document(record))
         names.append(name)
     return names
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from gemhsa_sym.cli.common import add_execution_arguments, int_list, write_atomic
+from gemhsa_sym.cli.common import add_execution_arguments, int_list
+from gemhsa_sym.files import write_atomic
 from gemhsa_sym.config import PRESETS
 from gemhsa_sym.verification.claims import claims, render_markdown
 from gemhsa_sym.verification.execute import open_executor, show_progress

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 
 from gemhsa_sym.config import Config, load_config
 
@@ -58,12 +56,3 @@ def int_list(spec: str) -> list[int]:
     if any(v < 2 for v in values):
         raise ValueError(f"n: token counts must be at least 2, got {spec!r}")
     return values
-
-
-def write_atomic(path: str, data: str | bytes) -> None:
-    """Write through a temporary file in the same folder and rename, so nothing is half-written."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
