@@ -225,15 +225,15 @@ class SpectralLaw:
     # ---- atoms, support, edges ----------------------------------------------------------
     @functools.cached_property
     def _atom_zero(self) -> Atom | None:
-        """mu({0}) = lim_{y->0} Re(iy m(iy)), followed down the imaginary axis towards 1e-30 * scale
-        (in double precision; deeper, the system is too ill-conditioned to gain anything).
+        """mu({0}) = lim_{y->0} Re(iy m(iy)), followed down the imaginary axis towards 1e-60 * scale
+        (in double precision, until the system becomes too ill-conditioned).
 
         The continuous part contributes O(y) without mass near 0 and O(y^(1/2)),
         O(y^(1/3)) near a hard edge, while rounding grows as the system becomes
         ill-conditioned: of the estimates below 1e-13 * scale, the one that
         changed least over its decade is kept, and that change is the error reported.
         """
-        ys = self.scale * 10.0 ** -np.arange(2, 31)
+        ys = self.scale * 10.0 ** -np.arange(2, 61)
         br = follow_branch(self._double, 1j * ys, top=self._top, floor=ys.min() / 10)
         depth = int(np.argmin(br.ok)) if not br.ok.all() else len(ys)  # conditioning ends the descent
         if depth < 14:
@@ -249,7 +249,11 @@ class SpectralLaw:
         return Atom(0.0, mass, err, exact)
 
     def atoms(self) -> list[Atom]:
-        """Point masses of the law (at zero when Y^T Y is rank deficient)."""
+        """Point masses of the law (at zero when Y^T Y is rank deficient): exact from P(m, w) where
+        elimination finishes (:meth:`algebraic_atoms`), else by descent down the imaginary axis."""
+        exact = self.algebraic_atoms()
+        if exact is not None:
+            return exact
         return [self._atom_zero] if self._atom_zero is not None else []
 
     @functools.cached_property
