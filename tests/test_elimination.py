@@ -161,7 +161,7 @@ def test_edges_agree_with_monte_carlo_at_2000():
 X_ = sp.Symbol("x")
 
 
-def _closed_form_vs_numeric(law, xs):
+def check_closed_form_against_numeric(law, xs):
     rho = law.density_closed_form(X_)
     assert rho is not None
     f = sp.lambdify(X_, rho, "mpmath")
@@ -173,18 +173,18 @@ def _closed_form_vs_numeric(law, xs):
 
 
 def test_marchenko_pastur_closed_form_density():
-    f = _closed_form_vs_numeric(mp_law(R(1, 2)), [0.1, 0.5, 1.2, 2.5])
+    f = check_closed_form_against_numeric(mp_law(R(1, 2)), [0.1, 0.5, 1.2, 2.5])
     with mpmath.workdps(30):
         for x in [0.1, 0.5, 1.2, 2.5, 3.5]:
             assert abs(f(mpmath.mpf(x)) - mp_density(mpmath.mpf(x), mpmath.mpf(1) / 2)) < 1e-20 if x < 2.9 else f(mpmath.mpf(x)) == 0
 
 
 def test_case_ii_closed_form_density():
-    _closed_form_vs_numeric(reference_law("ii"), [0.05, 0.7, 2.0, 3.5])
+    check_closed_form_against_numeric(reference_law("ii"), [0.05, 0.7, 2.0, 3.5])
 
 
 def test_product_closed_form_density():
-    _closed_form_vs_numeric(product_law(), [0.1, 1.0, 2.0, 3.5])
+    check_closed_form_against_numeric(product_law(), [0.1, 1.0, 2.0, 3.5])
 
 
 def test_no_closed_form_above_degree_four():

@@ -24,8 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "verdict. Slow: one law per preset."
         ),
     )
-    parser.add_argument("--n", type=int_list, default=[500, 1000, 2000], metavar="N[,N...]",
-                        help="token counts (default 500,1000,2000)")
+    parser.add_argument("--n", type=int_list, default=[504, 1000, 2000], metavar="N[,N...]",
+                        help="token counts, each giving integer sizes for every preset (default 504,1000,2000)")
     parser.add_argument("--draws", type=int, default=2, help="draws per sample set (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     parser.add_argument("--presets", type=_presets, default=tuple(PRESETS), metavar="NAME[,NAME...]",

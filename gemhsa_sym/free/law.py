@@ -135,6 +135,7 @@ class SpectralLaw:
         self.full_system = full
         self.system: DysonSystem = reduce_system(full, probe, self.scale) if reduce else full
         self._exact_moments: list[sp.Expr] = []
+        self._eliminations: dict[tuple[float, str | None], Any] = {}
         self._top = 8.0 * self.scale + 8.0
         self._floor = 1e-13 * self.scale
 
@@ -249,9 +250,10 @@ class SpectralLaw:
         return Atom(0.0, mass, err, exact)
 
     def atoms(self) -> list[Atom]:
-        """Point masses of the law (at zero when Y^T Y is rank deficient): exact from P(m, w) where
-        elimination finishes (:meth:`algebraic_atoms`), else by descent down the imaginary axis."""
-        exact = self.algebraic_atoms()
+        """Point masses of the law (at zero when Y^T Y is rank deficient): exact from P(m, w) when an
+        elimination has found it already (:meth:`algebraic_atoms`), else by descent down the imaginary axis."""
+        found = [e for e in self._eliminations.values() if e.polynomial is not None]
+        exact = self._atoms_from(found[0]) if found else None
         if exact is not None:
             return exact
         return [self._atom_zero] if self._atom_zero is not None else []
@@ -601,13 +603,12 @@ class SpectralLaw:
         ``time_limit`` (seconds) bounds each attempt: parameters symbolic, then at their values.
         Cached per (time_limit, backend).
         """
-        return self._algebraic(float(time_limit), backend)
-
-    @functools.lru_cache(maxsize=4)
-    def _algebraic(self, time_limit: float, backend: str | None) -> Any:
         from .elimination import eliminate
 
-        return eliminate(self.system, self.values, self._solutions(), time_limit, backend, self.named_constants)
+        key = (float(time_limit), backend)
+        if key not in self._eliminations:
+            self._eliminations[key] = eliminate(self.system, self.values, self._solutions(), key[0], backend, self.named_constants)
+        return self._eliminations[key]
 
     def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0) -> Any:
         """Real roots of the discriminant of P classified by the physical branch
@@ -625,9 +626,12 @@ class SpectralLaw:
         """The atom at zero from P (:func:`.algebraic.atom_masses`): exact, with the physical candidate
         chosen by y m(iy) at y = 1e-9 * scale when there are several; None without P or when
         that estimate cannot tell the candidates apart."""
+        return self._atoms_from(self.algebraic(time_limit))
+
+    def _atoms_from(self, elimination: Any) -> list[Atom] | None:
+        """:meth:`algebraic_atoms` for a given elimination result."""
         from .algebraic import atom_masses
 
-        elimination = self.algebraic(time_limit)
         if elimination.polynomial is None:
             return None
         masses = atom_masses(elimination)

@@ -73,6 +73,15 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
            cache: str | None = None, presets: tuple[str, ...] = tuple(PRESETS)) -> ClaimsResult:
     """Derive every preset and draw it at every n (module docstring)."""
     sizes = sorted(set(n))
+    unfit = []
+    for name in presets:
+        for value in sizes:
+            try:
+                PRESETS[name].sizes(value)
+            except ValueError as exc:
+                unfit.append(f"{name}: {exc}")
+    if unfit:  # before any work: every preset is drawn at every n
+        raise ValueError("n: every preset needs integer sizes at every n (heads-8 needs n divisible by 8): " + "; ".join(unfit))
     tasks: list[Task] = [(theory_task, (PRESETS[name], True, cache)) for name in presets]
     layout = []
     for name in presets:

@@ -135,7 +135,8 @@ def _graded(a: float, b: float, hard: bool, points: int) -> np.ndarray:
 def theory_of(law: SpectralLaw, config: Config | None = None, moments: int = 4, cdf: bool = True) -> Theory:
     """The :class:`Theory` of ``law``; ``cdf=False`` skips the CDF table (moments, edges, atoms only)."""
     start = time.perf_counter()
-    edges = law.edges(dps=16)
+    classified = law.algebraic_edges(16)  # discriminant roots where P exists: no scan of the support
+    edges = list(classified.edges) if classified is not None else law.edges(dps=16)
     atoms = law.atoms()
     grids, values = [np.zeros(0)], [np.zeros(0)]
     if cdf:
