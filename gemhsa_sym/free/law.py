@@ -247,6 +247,8 @@ class SpectralLaw:
             return None
         frac = Fraction(mass).limit_denominator(10_000)
         exact = sp.Rational(frac.numerator, frac.denominator) if abs(float(frac) - mass) <= max(10 * err, 1e-12) else None
+        if exact == 0:  # the estimate is still decaying: no atom within its accuracy
+            return None
         return Atom(0.0, mass, err, exact)
 
     def atoms(self) -> list[Atom]:
