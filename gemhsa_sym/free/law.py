@@ -588,11 +588,6 @@ class SpectralLaw:
         return np.array(out)
 
     # ---- algebraic equation: elimination, discriminant edges, closed form ----------------
-    @property
-    def named_constants(self) -> dict[sp.Symbol, sp.Expr]:
-        """Names for irrational numbers of the system, kept as symbols in P(m, w) (none here)."""
-        return {}
-
     def _solutions(self, dps: int = 40) -> list[tuple[complex, np.ndarray]]:
         """The physical solution at three generic points of the upper half plane, to ``dps`` digits."""
         points = [complex(self.scale * z) for z in (0.37 + 0.61j, 1.13 + 0.29j, -0.71 + 0.47j)]
@@ -609,7 +604,7 @@ class SpectralLaw:
 
         key = (float(time_limit), backend)
         if key not in self._eliminations:
-            self._eliminations[key] = eliminate(self.system, self.values, self._solutions(), key[0], backend, self.named_constants)
+            self._eliminations[key] = eliminate(self.system, self.values, self._solutions(), key[0], backend)
         return self._eliminations[key]
 
     def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0) -> Any:
