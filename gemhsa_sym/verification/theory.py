@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from gemhsa_sym.config import Config
 from gemhsa_sym.derive import derive
@@ -112,14 +111,8 @@ class Theory:
 
 def _moments(law: SpectralLaw, k: int) -> list[dict[str, Any]]:
     """mu_1..mu_k: exact from ``law.moments(k)`` when it gives numbers, else the contour rule."""
-    exact = getattr(law, "moments", None)
-    values = None
-    if callable(exact):
-        try:
-            values = [sp.sympify(v) for v in exact(k)]
-        except NotImplementedError:
-            values = None
-    if values is not None and all(v.is_number for v in values):
+    values = law.moments(k)
+    if all(v.is_number for v in values):
         return [{"exact": str(v), "float": float(v)} for v in values]
     return [{"exact": None, "float": float(v)} for v in law.numeric_moments(k)]
 
