@@ -466,6 +466,16 @@ def test_marchenko_pastur_cdf_against_quadrature(c):
         assert law.cdf(x) == pytest.approx(want, abs=1e-9)
 
 
+def test_marchenko_pastur_hard_edge_cdf_closed_form():
+    """Ratio 1: density sqrt(4 - x)/(2 pi sqrt x) diverges at 0; with x = 4 sin^2 phi the CDF is
+    (2/pi)(phi + sin phi cos phi). Checked deep into the core at 0 (contour masses) and above it."""
+    law = mp_law(R(1))
+    x = np.array([1e-14, 1e-9, 1e-6, 1e-4, 3e-3, 0.05, 0.5, 2.0, 3.9])
+    phi = np.arcsin(np.sqrt(x) / 2)
+    assert law.cdf(x) == pytest.approx(2 / np.pi * (phi + np.sin(phi) * np.cos(phi)), abs=1e-11)
+    assert law.mass() == pytest.approx(1, abs=1e-12)
+
+
 # ---------------------------------------------------------------------------------------
 # 4. Product MP(1/2) ⊠ MP(1/4)
 # ---------------------------------------------------------------------------------------

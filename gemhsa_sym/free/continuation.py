@@ -14,6 +14,7 @@ continuous with the point above it, and Herglotz (Im m <= 0).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,7 @@ from threadpoolctl import threadpool_limits
 
 from .numeric import DOUBLE, NumericSystem, newton_iterates
 
-__all__ = ["BranchError", "Branch", "newton_solve", "follow_branch"]
+__all__ = ["BranchError", "Branch", "newton_solve", "follow_branch", "descend_ray"]
 
 #: Ratio between successive imaginary parts on the descent.
 DESCENT_RATIO = 0.2
@@ -164,3 +165,28 @@ def _follow(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.
     m = g[:, system.output]
     ok &= m.imag <= 1e-7 * (1 + np.abs(m))  # Herglotz: Im m(w) <= 0 for Im w >= 0
     return Branch(w=w, g=g, ok=ok, output=system.output)
+
+
+def descend_ray(system: NumericSystem, x: float, ys: np.ndarray, top: float, tol: float = 1e-12) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield (k, g) with g the physical solution at x + i ys[k], for decreasing ys, in one descent
+    from x + i*top: each target continues from the one above it (one path, not one per target).
+    Stops at the first target that fails verification; the caller decides when it has seen enough."""
+    if system.backend is not DOUBLE:
+        raise TypeError("descend_ray runs in double precision")
+    ys = np.asarray(ys, dtype=float)
+    if ys.ndim != 1 or np.any(ys <= 0) or np.any(np.diff(ys) >= 0):
+        raise ValueError("ys: expected a decreasing one-dimensional array of positive imaginary parts")
+    with threadpool_limits(limits=1, user_api="blas"):
+        y = np.array([max(top, ys[0])])
+        g = _fixed_point_start(system, x + 1j * y, tol)
+        for k, target in enumerate(ys):
+            while y[0] > target:
+                nxt = np.maximum(y * DESCENT_RATIO, target)
+                g, ok = _descend(system, np.array([x]), y, nxt, g, tol)
+                if not ok[0]:
+                    return
+                y = nxt
+            m = g[0, system.output]
+            if m.imag > 1e-7 * (1 + abs(m)):  # Herglotz
+                return
+            yield k, g[0]

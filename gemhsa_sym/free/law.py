@@ -19,11 +19,11 @@ from typing import Any
 import mpmath
 import numpy as np
 import sympy as sp
-from numpy.polynomial import Chebyshev
 from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 
-from .continuation import BranchError, follow_branch, newton_solve
+from .continuation import BranchError, descend_ray, follow_branch, newton_solve
 from .exchangeable import ExchangeableSum, exchangeable_system
+from .integrals import Band, Core, band, core
 from .latex import document, terms_of
 from .matrices import Dim, Gaussian, gaussians_of, without_powers
 from .numeric import DOUBLE, MP, NumericSystem
@@ -38,6 +38,8 @@ __all__ = ["Atom", "Edge", "SpectralLaw", "spectral_law"]
 SCAN_POINTS = 1500
 #: Density below this over the norm-bound scale counts as outside the support on the scan.
 SUPPORT_THRESHOLD = 1e-8
+#: Atoms lighter than this are not resolved (the estimate near a hard edge is not more accurate).
+ATOM_THRESHOLD = 1e-6
 
 
 @dataclass(frozen=True)
@@ -226,25 +228,29 @@ class SpectralLaw:
     # ---- atoms, support, edges ----------------------------------------------------------
     @functools.cached_property
     def _atom_zero(self) -> Atom | None:
-        """mu({0}) = lim_{y->0} Re(iy m(iy)), followed down the imaginary axis towards 1e-60 * scale
-        (in double precision, until the system becomes too ill-conditioned).
+        """mu({0}) = lim_{y->0} a(y), a(y) = Re(iy m(iy)) = int y^2/(y^2 + l^2) dmu(l), followed down
+        the imaginary axis towards 1e-60 * scale (in double precision, until the system becomes
+        too ill-conditioned).
 
-        The continuous part contributes O(y) without mass near 0 and O(y^(1/2)),
-        O(y^(1/3)) near a hard edge, while rounding grows as the system becomes
-        ill-conditioned: of the estimates below 1e-13 * scale, the one that
-        changed least over its decade is kept, and that change is the error reported.
+        a(y) decreases to the atom, so the descent stops as soon as a(y) < ATOM_THRESHOLD.
+        The continuous part contributes O(y) without mass near 0 and a power of y near
+        a hard edge, while rounding grows as the system becomes ill-conditioned: of the
+        estimates below 1e-13 * scale, the one that changed least over its decade is
+        kept, and that change is the error reported.
         """
         ys = self.scale * 10.0 ** -np.arange(2, 61)
-        br = follow_branch(self._double, 1j * ys, top=self._top, floor=ys.min() / 10)
-        depth = int(np.argmin(br.ok)) if not br.ok.all() else len(ys)  # conditioning ends the descent
-        if depth < 14:
+        a = []
+        for k, g in descend_ray(self._double, 0.0, ys, top=self._top):
+            a.append(float(np.real(1j * ys[k] * g[self._double.output])))
+            if a[-1] < ATOM_THRESHOLD:  # a(y) bounds the atom from above
+                return None
+            if k > 13 and abs(a[-1] - a[-2]) < 1e-15:
+                break
+        if len(a) < 14:
             raise BranchError("atom at zero: the continuation down the imaginary axis failed early")
-        a = np.real(1j * ys[:depth] * br.m[:depth])
         change = np.abs(np.diff(a))[12:]  # change into decade k + 13, k >= 0
         best = 13 + int(np.argmin(change))
-        mass, err = float(a[best]), float(change[best - 13])
-        if mass < 1e-6:  # below the accuracy of the estimate near a hard edge
-            return None
+        mass, err = a[best], float(change[best - 13])
         frac = Fraction(mass).limit_denominator(10_000)
         exact = sp.Rational(frac.numerator, frac.denominator) if abs(float(frac) - mass) <= max(10 * err, 1e-12) else None
         if exact == 0:  # the estimate is still decaying: no atom within its accuracy
@@ -407,49 +413,35 @@ class SpectralLaw:
 
     # ---- integrals: mass, CDF, quantiles, moments ---------------------------------------
     @functools.cached_property
-    def _pieces(self) -> list[tuple[float, float, bool, Chebyshev]]:
-        """Per support interval, the antiderivative of rho(x(theta)) x'(theta) on [0, pi].
-
-        x(theta) = a + (b - a) ((1 - cos theta)/2)^p: p = 1 removes square-root
-        edges, p = 3 also the x^{-1/2} and x^{-2/3} divergences of a hard edge at 0.
-        """
-        pieces = []
+    def _pieces(self) -> list[Core | Band]:
+        """The continuous part piece by piece (:mod:`.integrals`): one band per support
+        interval; an interval with a hard edge starts with a core [0, 1e-5 b] whose mass
+        comes from contour integrals (down to 1e-14 of the norm-bound scale)."""
+        pieces: list[Core | Band] = []
         edges = self.edges(dps=16)
         for lo, hi in zip(edges[::2], edges[1::2]):
-            a, b, p = float(lo.location), float(hi.location), 3 if lo.hard else 1
-
-            def f(theta: np.ndarray, a: float = a, b: float = b, p: int = p, hard: bool = lo.hard) -> np.ndarray:
-                s = (1 - np.cos(theta)) / 2
-                xx = a + (b - a) * s**p
-                dx = (b - a) * p * s ** (p - 1) * np.sin(theta) / 2
-                inner = (xx > a) & (xx < b)
-                out = np.zeros_like(theta)
-                if hard:  # below x0 the system is too ill-conditioned: power-law extrapolation
-                    x0 = 1e-10 * self.scale
-                    r0, r1 = self.density(np.array([x0, 10 * x0]))
-                    tiny = inner & (xx < x0)
-                    out[tiny] = r0 * (xx[tiny] / x0) ** -np.log10(r0 / r1) * dx[tiny]
-                    inner &= ~tiny
-                out[inner] = self.density(xx[inner]) * dx[inner]
-                return out
-
-            pieces.append((a, b, lo.hard, Chebyshev.interpolate(f, 256, domain=[0, np.pi]).integ(lbnd=0)))
+            a, b = float(lo.location), float(hi.location)
+            if lo.hard:
+                x0 = 1e-5 * b
+                atom = sum(t.mass for t in self.atoms() if t.location == 0)
+                pieces.append(core(self.stieltjes, min(1e-14 * self.scale, 1e-6 * x0), x0, atom))
+                pieces.append(band(self.density, x0, b, p=3))
+            else:
+                pieces.append(band(self.density, a, b))
         return pieces
 
     def mass(self) -> float:
-        """Total mass: atoms plus the integral of the density (1 for a verified law)."""
-        return sum(a.mass for a in self.atoms()) + sum(float(F(np.pi)) for *_, F in self._pieces)
+        """Total mass: atoms plus the continuous part (1 for a verified law)."""
+        return sum(a.mass for a in self.atoms()) + sum(piece.mass for piece in self._pieces)
 
     def cdf(self, x: Any) -> Any:
-        """P(lambda <= x), from the atoms and the spectral integral of the density."""
+        """P(lambda <= x), from the atoms and the pieces of the continuous part."""
         xa = np.asarray(x, dtype=float)
         out = np.zeros_like(xa, dtype=float)
         for atom in self.atoms():
             out += atom.mass * (xa >= atom.location)
-        for a, b, hard, F in self._pieces:
-            p = 3 if hard else 1
-            s = np.clip((np.clip(xa, a, b) - a) / (b - a), 0, 1) ** (1 / p)
-            out += F(np.arccos(1 - 2 * s))
+        for piece in self._pieces:
+            out += piece.cdf(xa)
         return out if out.ndim else float(out)
 
     def quantile(self, q: Any) -> Any:
