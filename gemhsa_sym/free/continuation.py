@@ -22,7 +22,7 @@ from threadpoolctl import threadpool_limits
 
 from .numeric import DOUBLE, NumericSystem, newton_iterates
 
-__all__ = ["BranchError", "Branch", "newton_solve", "follow_branch", "descend_ray"]
+__all__ = ["BranchError", "Branch", "newton_solve", "follow_branch", "follow_rays"]
 
 #: Ratio between successive imaginary parts on the descent.
 DESCENT_RATIO = 0.2
@@ -108,14 +108,15 @@ def _fixed_point_start(system: NumericSystem, w: np.ndarray, tol: float) -> np.n
     return g
 
 
-def _descend(system: NumericSystem, x: np.ndarray, y_from: np.ndarray, y_to: np.ndarray, g: np.ndarray, tol: float, depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """One descent step from x + i y_from to x + i y_to, split in two where Newton fails."""
-    g_new, ok = newton_solve(system, x + 1j * y_to, g, tol, maxit=12, first_step=0.5, residual_tol=1e-14)
+def _descend(system: NumericSystem, base: np.ndarray, direction: np.ndarray, s_from: np.ndarray, s_to: np.ndarray, g: np.ndarray, tol: float, depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """One step from w = base + direction * s_from to base + direction * s_to, split in two
+    (geometric mean of s) where Newton fails."""
+    g_new, ok = newton_solve(system, base + direction * s_to, g, tol, maxit=12, first_step=0.5, residual_tol=1e-14)
     bad = np.nonzero(~ok)[0]
     if bad.size and depth < MAX_SPLITS:
-        mid = np.sqrt(y_from[bad] * y_to[bad])
-        g_mid, ok_mid = _descend(system, x[bad], y_from[bad], mid, g[bad], tol, depth + 1)
-        g_end, ok_end = _descend(system, x[bad], mid, y_to[bad], g_mid, tol, depth + 1)
+        mid = np.sqrt(s_from[bad] * s_to[bad])
+        g_mid, ok_mid = _descend(system, base[bad], direction[bad], s_from[bad], mid, g[bad], tol, depth + 1)
+        g_end, ok_end = _descend(system, base[bad], direction[bad], mid, s_to[bad], g_mid, tol, depth + 1)
         g_new[bad] = g_end
         ok[bad] = ok_mid & ok_end
     return g_new, ok
@@ -153,7 +154,7 @@ def _follow(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.
         if not active.size:
             break
         nxt = np.maximum(y[active] * DESCENT_RATIO, stop[active])
-        g_act, ok_act = _descend(system, re[active], y[active], nxt, g[active], tol)
+        g_act, ok_act = _descend(system, re[active], np.full(active.size, 1j), y[active], nxt, g[active], tol)
         g[active] = g_act
         ok[active] &= ok_act
         y[active] = np.where(ok_act, nxt, stop[active])  # failed points stop descending
@@ -167,26 +168,34 @@ def _follow(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.
     return Branch(w=w, g=g, ok=ok, output=system.output)
 
 
-def descend_ray(system: NumericSystem, x: float, ys: np.ndarray, top: float, tol: float = 1e-12) -> Iterator[tuple[int, np.ndarray]]:
-    """Yield (k, g) with g the physical solution at x + i ys[k], for decreasing ys, in one descent
-    from x + i*top: each target continues from the one above it (one path, not one per target).
-    Stops at the first target that fails verification; the caller decides when it has seen enough."""
+def follow_rays(system: NumericSystem, directions: np.ndarray, radii: np.ndarray, g0: np.ndarray | None = None, tol: float = 1e-12) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield (k, g) with g the physical solutions at w = radii[k] * directions (every ray at once),
+    for decreasing radii, each ray continued inward from the one before (geometric steps).
+
+    The start at radii[0] is g0 (already on the branch) or, without it, the fixed-point
+    start (radii[0] must then be large). Rays into the upper half plane stay where m is
+    analytic, so a deep ray costs one path, not one descent per target. Stops at the first
+    radius where some ray fails verification; the caller decides when it has seen enough.
+    """
     if system.backend is not DOUBLE:
-        raise TypeError("descend_ray runs in double precision")
-    ys = np.asarray(ys, dtype=float)
-    if ys.ndim != 1 or np.any(ys <= 0) or np.any(np.diff(ys) >= 0):
-        raise ValueError("ys: expected a decreasing one-dimensional array of positive imaginary parts")
+        raise TypeError("follow_rays runs in double precision")
+    directions = np.atleast_1d(np.asarray(directions, dtype=complex))
+    radii = np.asarray(radii, dtype=float)
+    if radii.ndim != 1 or np.any(radii <= 0) or np.any(np.diff(radii) >= 0):
+        raise ValueError("radii: expected a decreasing one-dimensional array of positive radii")
+    if np.any(directions.imag < 0):
+        raise ValueError("directions: rays must point into the closed upper half plane")
+    base, s = np.zeros(len(directions), dtype=complex), np.full(len(directions), radii[0])
     with threadpool_limits(limits=1, user_api="blas"):
-        y = np.array([max(top, ys[0])])
-        g = _fixed_point_start(system, x + 1j * y, tol)
-        for k, target in enumerate(ys):
-            while y[0] > target:
-                nxt = np.maximum(y * DESCENT_RATIO, target)
-                g, ok = _descend(system, np.array([x]), y, nxt, g, tol)
-                if not ok[0]:
+        g = _fixed_point_start(system, radii[0] * directions, tol) if g0 is None else g0
+        for k, target in enumerate(radii):
+            while s[0] > target:
+                nxt = np.maximum(s * DESCENT_RATIO, target)
+                g, ok = _descend(system, base, directions, s, nxt, g, tol)
+                if not ok.all():
                     return
-                y = nxt
-            m = g[0, system.output]
-            if m.imag > 1e-7 * (1 + abs(m)):  # Herglotz
+                s = nxt
+            m = g[:, system.output]
+            if np.any(m.imag > 1e-7 * (1 + np.abs(m))):  # Herglotz
                 return
-            yield k, g[0]
+            yield k, g

@@ -30,23 +30,23 @@ BAND_TAIL = 1e-12
 #: Most halvings of a theta interval.
 BAND_SPLITS = 8
 
-Stieltjes = Callable[[np.ndarray], np.ndarray]
+#: m(w) at w = radii[k] * directions[j], as an array (radii, directions).
+OnArcs = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Density = Callable[[np.ndarray], np.ndarray]
 
 
-def arc_masses(stieltjes: Stieltjes, radii: np.ndarray) -> np.ndarray:
+def arc_masses(on_arcs: OnArcs, radii: np.ndarray) -> np.ndarray:
     """mu([0, r]) = (1/pi) int_0^pi Re(w m(w)) dtheta on w = r e^{i theta}, for each radius r.
 
     For a point mass at l >= 0, (1/2 pi) of the integral of Re(w/(w - l)) over the
     whole circle is 1 inside and 0 outside (residue theorem); conjugation symmetry
-    halves the circle. Atoms at 0 are included. All radii go to one batched call.
+    halves the circle. Atoms at 0 are included.
     """
     radii = np.atleast_1d(np.asarray(radii, dtype=float))
     nodes, weights = np.polynomial.legendre.leggauss(ARC_NODES)
-    theta, weights = np.pi * (nodes + 1) / 2, np.pi * weights / 2
-    w = radii[:, None] * np.exp(1j * theta)[None, :]
-    m = np.asarray(stieltjes(w.ravel())).reshape(w.shape)
-    return np.real(w * m) @ weights / np.pi
+    directions = np.exp(1j * np.pi * (nodes + 1) / 2)
+    m = np.asarray(on_arcs(radii, directions))
+    return np.real(radii[:, None] * directions[None, :] * m) @ (np.pi * weights / 2) / np.pi
 
 
 @dataclass(frozen=True)
@@ -88,11 +88,11 @@ class Core:
         return np.where(x < self.x_min, below, np.maximum(inner, 0.0))
 
 
-def core(stieltjes: Stieltjes, x_min: float, x0: float, atom: float) -> Core:
+def core(on_arcs: OnArcs, x_min: float, x0: float, atom: float) -> Core:
     """The :class:`Core` on [0, x0], from :func:`arc_masses` at Chebyshev nodes in log10 x."""
     domain = [np.log10(x_min), np.log10(x0)]
     nodes = Chebyshev.basis(CORE_NODES, domain=domain).roots().real
-    masses = arc_masses(stieltjes, 10.0**nodes)
+    masses = arc_masses(on_arcs, 10.0**nodes)
     if np.any(masses <= 0):
         raise ValueError("core: a contour mass is not positive; the law is not verified near 0")
     logarithmic = atom == 0

@@ -21,7 +21,7 @@ import numpy as np
 import sympy as sp
 from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 
-from .continuation import BranchError, descend_ray, follow_branch, newton_solve
+from .continuation import BranchError, follow_branch, follow_rays, newton_solve
 from .exchangeable import ExchangeableSum, exchangeable_system
 from .integrals import Band, Core, band, core
 from .latex import document, terms_of
@@ -238,13 +238,15 @@ class SpectralLaw:
         estimates below 1e-13 * scale, the one that changed least over its decade is
         kept, and that change is the error reported.
         """
-        ys = self.scale * 10.0 ** -np.arange(2, 61)
+        ys = np.concatenate([[self._top], self.scale * 10.0 ** -np.arange(2, 61)])
         a = []
-        for k, g in descend_ray(self._double, 0.0, ys, top=self._top):
-            a.append(float(np.real(1j * ys[k] * g[self._double.output])))
+        for k, g in follow_rays(self._double, np.array([1j]), ys):
+            if k == 0:
+                continue
+            a.append(float(np.real(1j * ys[k] * g[0, self._double.output])))
             if a[-1] < ATOM_THRESHOLD:  # a(y) bounds the atom from above
                 return None
-            if k > 13 and abs(a[-1] - a[-2]) < 1e-15:
+            if k > 14 and abs(a[-1] - a[-2]) < 1e-15:
                 break
         if len(a) < 14:
             raise BranchError("atom at zero: the continuation down the imaginary axis failed early")
@@ -424,11 +426,25 @@ class SpectralLaw:
             if lo.hard:
                 x0 = 1e-5 * b
                 atom = sum(t.mass for t in self.atoms() if t.location == 0)
-                pieces.append(core(self.stieltjes, min(1e-14 * self.scale, 1e-6 * x0), x0, atom))
+                pieces.append(core(self._on_arcs, min(1e-14 * self.scale, 1e-6 * x0), x0, atom))
                 pieces.append(band(self.density, x0, b, p=3))
             else:
                 pieces.append(band(self.density, a, b))
         return pieces
+
+    def _on_arcs(self, radii: np.ndarray, directions: np.ndarray) -> np.ndarray:
+        """m(radii[k] directions[j]) for directions in the upper half plane: the outermost arc
+        by descent (:meth:`_branch`), the others inward along each ray (:func:`.follow_rays`)."""
+        order = np.argsort(radii)[::-1]
+        out = np.empty((len(radii), len(directions)), dtype=complex)
+        g0 = self._branch(radii[order[0]] * directions)
+        reached = 0
+        for k, g in follow_rays(self._double, directions, radii[order], g0):
+            out[order[k]] = g[:, self._double.output]
+            reached += 1
+        if reached < len(radii):
+            raise BranchError(f"rays towards 0 failed verification below |w| = {radii[order[reached - 1]]:.3e}")
+        return out
 
     def mass(self) -> float:
         """Total mass: atoms plus the continuous part (1 for a verified law)."""
