@@ -183,6 +183,11 @@ def test_case_ii_closed_form_density():
     check_closed_form_against_numeric(reference_law("ii"), [0.05, 0.7, 2.0, 3.5])
 
 
+def test_case_iii_quartic_closed_form_density():
+    # P has degree 4 in m (Ferrari's radicals), an atom 1/2 and a hard edge at 0
+    check_closed_form_against_numeric(reference_law("iii"), [1e-6, 0.01, 0.7, 2.0, 3.5])
+
+
 def test_product_closed_form_density():
     check_closed_form_against_numeric(product_law(), [0.1, 1.0, 2.0, 3.5])
 

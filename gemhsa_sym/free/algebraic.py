@@ -19,10 +19,9 @@ the support (checked numerically at several points of every interval).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import mpmath
 import numpy as np
@@ -172,13 +171,17 @@ def classify_edges(law: SpectralLaw, elimination: Elimination, dps: int = 30) ->
     return EdgeClassification(tuple(candidates), tuple(edges), tuple(cusps), gaps_found, discriminant(elimination))
 
 
-def density_closed_form(law: SpectralLaw, elimination: Elimination, x: sp.Symbol | None = None, points: int = 7) -> sp.Expr | None:
+def density_closed_form(law: SpectralLaw, elimination: Elimination, x: sp.Symbol | None = None, points: int = 48) -> sp.Expr | None:
     """The density as a SymPy expression in ``x`` from the radical roots of P (degree <= 4 in m).
 
-    On every support interval a root expression r_k and a sign s are chosen
-    so that s Im r_k(x)/pi matches the physical density at ``points`` points;
-    returns a Piecewise over the intervals (0 elsewhere), or None when the
-    degree is above 4 or no root expression matches.
+    The physical root is continuous, but the radical expressions of Cardano and Ferrari
+    have branch cuts, so across a cut the physical root passes from one expression to
+    another. On every support interval, ``points`` Chebyshev points find which root
+    expression r gives the density as |Im r(x)|/pi (to 1e-9 relative; |.| because on the
+    real axis a cut may pick either member of a conjugate pair); where
+    the choice changes, the switch point is found by bisection. Returns a Piecewise
+    over these pieces (0 outside the support), or None when the degree is above 4 or
+    at some point no root expression matches.
     """
     if elimination.polynomial is None or elimination.degree_m is None or elimination.degree_m > 4:
         return None
@@ -187,31 +190,48 @@ def density_closed_form(law: SpectralLaw, elimination: Elimination, x: sp.Symbol
     roots = sp.roots(sp.Poly(P, M), cubics=True, quartics=True)
     if sum(roots.values()) != elimination.degree_m:
         return None
-    exprs = [r.subs(W, x) for r in roots]
+    candidates = [(sp.lambdify(W, r, "mpmath"), r.subs(W, x)) for r in roots]
     edges = list(classify_edges(law, elimination, 30).edges)
     pieces: list[tuple[sp.Expr, sp.Boolean]] = []
     for lo, hi in zip(edges[::2], edges[1::2]):
         a, b = float(lo.location), float(hi.location)
         xs = a + (b - a) * (0.5 - 0.5 * np.cos(np.pi * (np.arange(points) + 0.5) / points))
         want = law.density(xs)
-        chosen = _matching_root(exprs, x, xs, want)
-        if chosen is None:
-            return None
-        cond = sp.And(x > sp.Float(lo.location, 30), x < sp.Float(hi.location, 30))
-        pieces.append((chosen, cond))
+        scale = float(np.max(want))
+        runs: list[tuple[int, sp.Float]] = []  # (candidate, start of its run)
+        previous = a
+        for v, rho in zip(xs, want):
+            if not (runs and _matches(candidates[runs[-1][0]], v, rho, scale)):
+                found = next((k for k, c in enumerate(candidates) if _matches(c, v, rho, scale)), None)
+                if found is None:
+                    return None
+                start = sp.Float(lo.location, 30) if not runs else _switch(law, candidates[runs[-1][0]], previous, v, scale)
+                runs.append((found, start))
+            previous = v
+        bounds = [start for _, start in runs] + [sp.Float(hi.location, 30)]
+        for (k, _), left, right in zip(runs, bounds, bounds[1:]):
+            pieces.append((sp.Abs(sp.im(candidates[k][1], evaluate=False), evaluate=False) / sp.pi, sp.And(x > left, x < right)))
     return sp.Piecewise(*pieces, (sp.S.Zero, True))
 
 
-def _matching_root(exprs: Sequence[sp.Expr], x: sp.Symbol, xs: np.ndarray, want: np.ndarray) -> sp.Expr | None:
-    """s Im(r)/pi for the root r and sign s that reproduce ``want`` at ``xs`` to 1e-9 relative."""
-    for r in exprs:
-        f = sp.lambdify(x, r, "mpmath")
-        with mpmath.workdps(30):
-            im = np.array([float(mpmath.im(f(mpmath.mpf(float(v))))) for v in xs]) / np.pi
-        for sign in (-1, 1):
-            if np.allclose(sign * im, want, rtol=1e-9, atol=1e-12 * float(np.max(want))):
-                return sign * sp.im(r, evaluate=False) / sp.pi
-    return None
+def _matches(candidate: tuple[Any, sp.Expr], v: float, rho: float, scale: float) -> bool:
+    """Whether |Im r(v)|/pi equals the density rho at v (1e-9 relative, 1e-12 of the largest density)."""
+    with mpmath.workdps(30):
+        value = abs(float(mpmath.im(candidate[0](mpmath.mpf(float(v)))))) / np.pi
+    return abs(value - rho) <= 1e-9 * abs(rho) + 1e-12 * scale
+
+
+def _switch(law: SpectralLaw, old: tuple[Any, sp.Expr], left: float, right: float, scale: float) -> sp.Float:
+    """The point in (left, right] where ``old`` stops giving the density (bisection to 1e-14)."""
+    for _ in range(60):
+        if right - left <= 1e-14 * max(abs(right), 1.0):
+            break
+        mid = (left + right) / 2
+        if _matches(old, mid, float(law.density(np.array([mid]))[0]), scale):
+            left = mid
+        else:
+            right = mid
+    return sp.Float(right, 17)
 
 
 def atom_masses(elimination: Elimination) -> list[sp.Expr]:
