@@ -28,6 +28,10 @@ __all__ = ["BranchError", "Branch", "newton_solve", "follow_branch", "follow_ray
 DESCENT_RATIO = 0.2
 #: Deepest halving of one descent step before a point is declared failed.
 MAX_SPLITS = 12
+#: Newton tolerance on the way down (the targets themselves are solved to the caller's tolerance).
+DESCENT_TOL = 1e-7
+#: The last Newton solve onto a target below the floor is tried first from this multiple of it.
+EARLY_FLOOR = 1e9
 
 
 class BranchError(RuntimeError):
@@ -143,26 +147,40 @@ def follow_branch(system: NumericSystem, w: np.ndarray, top: float, floor: float
 
 
 def _follow(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float) -> Branch:
-    """The body of :func:`follow_branch` on validated targets."""
+    """The body of :func:`follow_branch` on validated targets.
+
+    The last Newton solve down to Im w is tried first from EARLY_FLOOR times the floor;
+    the points where it fails the continuity check (near edges) descend to the floor
+    and try again from there.
+    """
     re, im = w.real.copy(), w.imag.copy()
-    stop = np.maximum(im, floor)
     y = np.maximum(top, im)
     g = _fixed_point_start(system, re + 1j * y, tol)
     ok = np.ones(len(w), dtype=bool)
-    while True:
-        active = np.nonzero(y > stop)[0]
-        if not active.size:
-            break
-        nxt = np.maximum(y[active] * DESCENT_RATIO, stop[active])
-        g_act, ok_act = _descend(system, re[active], np.full(active.size, 1j), y[active], nxt, g[active], tol)
-        g[active] = g_act
-        ok[active] &= ok_act
-        y[active] = np.where(ok_act, nxt, stop[active])  # failed points stop descending
-    final = np.nonzero(im < stop)[0]
-    if final.size:
-        g_fin, ok_fin = newton_solve(system, w[final], g[final], tol, maxit=60, first_step=1e-3, residual_tol=1e-14)
-        g[final] = np.where(ok_fin[:, None], g_fin, g[final])
-        ok[final] &= ok_fin
+    pending = np.ones(len(w), dtype=bool)
+    for factor in (EARLY_FLOOR, 1.0):
+        stop = np.maximum(im, floor * factor)
+        while True:
+            active = np.nonzero(pending & (y > stop))[0]
+            if not active.size:
+                break
+            nxt = np.maximum(y[active] * DESCENT_RATIO, stop[active])
+            g_act, ok_act = _descend(system, re[active], np.full(active.size, 1j), y[active], nxt, g[active], max(tol, DESCENT_TOL))
+            g[active] = g_act
+            ok[active] &= ok_act
+            y[active] = np.where(ok_act, nxt, stop[active])  # failed points stop descending
+        reached = np.nonzero(pending & ok & (im >= stop))[0]  # polish the targets the descent reached
+        if reached.size:
+            g_pol, ok_pol = newton_solve(system, w[reached], g[reached], tol, maxit=30, first_step=1e-3, residual_tol=1e-14)
+            g[reached[ok_pol]] = g_pol[ok_pol]
+            ok[reached[~ok_pol]] = False
+        pending &= im < stop
+        final = np.nonzero(pending & ok)[0]
+        if final.size:
+            g_fin, ok_fin = newton_solve(system, w[final], g[final], tol, maxit=60, first_step=1e-3, residual_tol=1e-14)
+            g[final[ok_fin]] = g_fin[ok_fin]
+            pending[final[ok_fin]] = False
+    ok &= ~pending
     m = g[:, system.output]
     ok &= m.imag <= 1e-7 * (1 + np.abs(m))  # Herglotz: Im m(w) <= 0 for Im w >= 0
     return Branch(w=w, g=g, ok=ok, output=system.output)
