@@ -118,10 +118,12 @@ def _moments(law: SpectralLaw, k: int) -> list[dict[str, Any]]:
 
 
 def _graded(a: float, b: float, hard: bool, points: int) -> np.ndarray:
-    """Points of [a, b] crowded towards the edges: s^4 at a hard edge, cosine otherwise."""
+    """Points of [a, b] crowded towards the edges: cosine, or at a hard edge s^4 preceded by
+    64 logarithmic points from 1e-40 (b - a) (the mass near 0 may decay only like a small power)."""
     s = np.linspace(0.0, 1.0, points)
     if hard:
-        return a + (b - a) * s**4
+        graded = a + (b - a) * s**4
+        return np.concatenate([[a], a + np.geomspace(1e-40 * (b - a), graded[1], 64, endpoint=False), graded[1:]])
     return a + (b - a) * (1 - np.cos(np.pi * s)) / 2
 
 
