@@ -595,6 +595,21 @@ def test_reference_edges(name):
             assert abs(e.location - ref) <= mpmath.mpf(10) ** -25 * max(ref, 1)
 
 
+def test_reductions_are_proved_and_false_claims_are_refused():
+    """Case iv: 28 unknowns reduce to 15, the zeros proved by invariance under the Dyson map; the
+    same check refuses the claim that m, or an unknown the reduction kept, vanishes."""
+    from gemhsa_sym.free.reductions import _invariant
+
+    law = reference_law("iv")
+    full, reduced = law.full_system, law.system
+    assert len(full.unknowns) == 28 and len(reduced.unknowns) == 15
+    assert "proved by invariance" in reduced.notes[-1] and "1e-40" in reduced.notes[-1]
+    same = {u: u for u in full.unknowns}
+    kept = next(u for u in reduced.unknowns if u != full.output)
+    assert not _invariant(full, {}, {full.output}, same, law.scale)
+    assert not _invariant(full, {}, {kept}, same, law.scale)
+
+
 # ---------------------------------------------------------------------------------------
 # 6. Mass, CDF, quantiles
 # ---------------------------------------------------------------------------------------
