@@ -160,4 +160,5 @@ def test_law_against_monte_carlo(name, source):
     assert_moments_close(ev, law.numeric_moments(3), rel=0.01)
     atom = sum(a.mass for a in law.atoms())
     assert atom == pytest.approx(CASES[name][3], abs=1e-10)
+    assert law.mass() == pytest.approx(1, abs=1e-10)
     assert ks_distance(law.cdf, atom, ev) <= 0.004

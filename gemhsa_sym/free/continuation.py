@@ -28,8 +28,6 @@ __all__ = ["BranchError", "Branch", "newton_solve", "follow_branch", "follow_ray
 DESCENT_RATIO = 0.2
 #: Deepest halving of one descent step before a point is declared failed.
 MAX_SPLITS = 12
-#: Newton tolerance on the way down (the targets themselves are solved to the caller's tolerance).
-DESCENT_TOL = 1e-7
 #: The last Newton solve onto a target below the floor is tried first from this multiple of it.
 EARLY_FLOOR = 1e9
 
@@ -165,15 +163,10 @@ def _follow(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.
             if not active.size:
                 break
             nxt = np.maximum(y[active] * DESCENT_RATIO, stop[active])
-            g_act, ok_act = _descend(system, re[active], np.full(active.size, 1j), y[active], nxt, g[active], max(tol, DESCENT_TOL))
+            g_act, ok_act = _descend(system, re[active], np.full(active.size, 1j), y[active], nxt, g[active], tol)
             g[active] = g_act
             ok[active] &= ok_act
             y[active] = np.where(ok_act, nxt, stop[active])  # failed points stop descending
-        reached = np.nonzero(pending & ok & (im >= stop))[0]  # polish the targets the descent reached
-        if reached.size:
-            g_pol, ok_pol = newton_solve(system, w[reached], g[reached], tol, maxit=30, first_step=1e-3, residual_tol=1e-14)
-            g[reached[ok_pol]] = g_pol[ok_pol]
-            ok[reached[~ok_pol]] = False
         pending &= im < stop
         final = np.nonzero(pending & ok)[0]
         if final.size:
