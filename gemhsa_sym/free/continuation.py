@@ -7,9 +7,12 @@ basin of the previous point never changes branch. Every target w = x + iy
 is reached from x + i*top (where a fixed-point iteration started from
 M^{-1} at g = 0 converges to the branch) by geometric descent of the
 imaginary part; a step whose Newton iteration does not converge quickly is
-split in two. Real targets (y = 0) are reached from y = floor by one last
-Newton solve at y = 0; every accepted point is then checked: converged,
-continuous with the point above it, and Herglotz (Im m <= 0).
+split in two. Real targets (y = 0) are reached by one last Newton solve at
+y = 0, tried from 1e9 times the floor and, where that fails the continuity
+check (near edges), from the floor; every accepted point is then checked:
+converged, continuous with the point above it, and Herglotz (Im m <= 0).
+Many targets on one ray towards 0 (the atom at zero, contour masses near a
+hard edge) are reached in one path along the ray (:func:`follow_rays`).
 """
 
 from __future__ import annotations
