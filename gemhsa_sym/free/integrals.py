@@ -84,7 +84,7 @@ class Core:
         if at_min <= 0:
             return np.where(x < self.x_min, 0.0, np.maximum(inner, 0.0))
         exponent = max(float(slope) / (at_min * np.log(10)), 0.0)
-        below = at_min * (np.maximum(x, 0.0) / self.x_min) ** exponent
+        below = np.where(x > 0, at_min * (np.maximum(x, 0.0) / self.x_min) ** exponent, 0.0)
         return np.where(x < self.x_min, below, np.maximum(inner, 0.0))
 
 
