@@ -62,22 +62,18 @@ def _substitute(system: DysonSystem, zero: set[sp.Symbol], rep: Mapping[sp.Symbo
     )
 
 
-def _invariant(system: DysonSystem, values: Mapping[sp.Symbol, object], zero: set[sp.Symbol], rep: Mapping[sp.Symbol, sp.Symbol], scale: float) -> bool:
-    """Whether S = {g_u = 0 (u in zero), g_v = g_rep[v]} is invariant under R(., w): R(g, w) in S
-    at three random g in S and w in the upper half plane (a fixed seed), to INVARIANCE_TOL."""
+def _invariant(full: NumericSystem, unknowns: tuple[sp.Symbol, ...], zero: set[sp.Symbol], scale: float) -> bool:
+    """Whether S = {g_u = 0 for u in zero} is invariant under R(., w): R(g, w) vanishes on ``zero``
+    at three random g in S and w in the upper half plane (a fixed seed), to INVARIANCE_TOL.
+    ``full`` is the full system built at INVARIANCE_DPS digits."""
     rng = np.random.default_rng(20261130)
-    index = {u: j for j, u in enumerate(system.unknowns)}
     with mpmath.workdps(INVARIANCE_DPS):
-        num = NumericSystem.build(system, values, MP)
         for _ in range(3):
-            free = {u: mpmath.mpc(*rng.uniform(-1, 1, 2)) for u in system.unknowns if u not in zero and rep[u] == u}
-            g = np.array([[mpmath.mpc(0) if u in zero else free[rep[u]] for u in system.unknowns]], dtype=object)
+            g = np.array([[mpmath.mpc(0) if u in zero else mpmath.mpc(*rng.uniform(-1, 1, 2)) for u in unknowns]], dtype=object)
             w = np.array([mpmath.mpc(rng.uniform(-1, 1) * scale, rng.uniform(0.1, 1) * scale)], dtype=object)
-            r = num.readout(w, g)[0]
+            r = full.readout(w, g)[0]
             size = 1 + max(abs(v) for v in r)
-            if any(abs(r[index[u]]) > INVARIANCE_TOL * size for u in zero):
-                return False
-            if any(abs(r[index[u]] - r[index[rep[u]]]) > INVARIANCE_TOL * size for u in system.unknowns if u not in zero):
+            if any(abs(v) > INVARIANCE_TOL * size for u, v in zip(unknowns, r) if u in zero):
                 return False
     return True
 
@@ -117,14 +113,16 @@ def reduce_system(system: DysonSystem, values: Mapping[sp.Symbol, object], scale
                 rep[v] = u
     for u in zero:
         rep[u] = u
-    if not _invariant(system, values, zero, {u: u for u in system.unknowns}, scale):
+    with mpmath.workdps(INVARIANCE_DPS):
+        full_mp = NumericSystem.build(system, values, MP)
+    if not _invariant(full_mp, system.unknowns, zero, scale):
         return system
-    candidates = [(rep, "and {merged} duplicate others (the full system holds to 1e-40 at the reduced 50-digit solution)"), ({u: u for u in system.unknowns}, "")]
-    for mapping, dup in candidates:
-        merged = sum(1 for u, r in mapping.items() if r != u)
+    identity = {u: u for u in system.unknowns}
+    merged = sum(1 for u, r in rep.items() if r != u)
+    for mapping, dup in ([(rep, merged)] if merged else []) + [(identity, 0)]:
         note = f"reduced: {len(zero)} unknowns vanish on the physical branch (found at {len(g)} points, proved by invariance under the Dyson map)"
-        note += f" {dup.format(merged=merged)}" if merged else ""
-        if not zero and not merged:
+        note += f" and {dup} duplicate others (the full system holds to 1e-40 at the reduced 50-digit solution)" if dup else ""
+        if not zero and not dup:
             note = f"reduced: no unknown vanishes or duplicates another on the physical branch (checked at {len(g)} points)"
         reduced = _substitute(system, zero, mapping, note)
         try:
@@ -133,15 +131,15 @@ def reduce_system(system: DysonSystem, values: Mapping[sp.Symbol, object], scale
             continue
         if not (check.ok.all() and abs(check.m[0] - br.m[3]) <= 1e-8 * (1 + abs(br.m[3]))):
             continue
-        if merged and not _solves_full(system, reduced, values, zero, mapping, pts[3], check.g[0]):
+        if dup and not _solves_full(full_mp, system, reduced, values, zero, mapping, pts[3], check.g[0]):
             continue
         return reduced
     return system
 
 
-def _solves_full(system: DysonSystem, reduced: DysonSystem, values: Mapping[sp.Symbol, object], zero: set[sp.Symbol], rep: Mapping[sp.Symbol, sp.Symbol], w: complex, g0: np.ndarray) -> bool:
+def _solves_full(full: NumericSystem, system: DysonSystem, reduced: DysonSystem, values: Mapping[sp.Symbol, object], zero: set[sp.Symbol], rep: Mapping[sp.Symbol, sp.Symbol], w: complex, g0: np.ndarray) -> bool:
     """Whether the reduced solution at w, refined to 50 digits and written out (zeros, duplicates),
-    solves the full system there to INVARIANCE_TOL."""
+    solves the full system (``full``, built at INVARIANCE_DPS digits) there to INVARIANCE_TOL."""
     with mpmath.workdps(INVARIANCE_DPS):
         small = NumericSystem.build(reduced, values, MP)
         wa = np.array([mpmath.mpc(w)], dtype=object)
@@ -149,6 +147,6 @@ def _solves_full(system: DysonSystem, reduced: DysonSystem, values: Mapping[sp.S
         if not ok[0]:
             return False
         at = {u: g[0][j] for j, u in enumerate(reduced.unknowns)}
-        full = np.array([[mpmath.mpc(0) if u in zero else at[rep[u]] for u in system.unknowns]], dtype=object)
-        F = NumericSystem.build(system, values, MP).residual(wa, full)[0]
-        return max(abs(v) for v in F) <= INVARIANCE_TOL * (1 + max(abs(v) for v in full[0]))
+        written = np.array([[mpmath.mpc(0) if u in zero else at[rep[u]] for u in system.unknowns]], dtype=object)
+        F = full.residual(wa, written)[0]
+        return max(abs(v) for v in F) <= INVARIANCE_TOL * (1 + max(abs(v) for v in written[0]))
