@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from scipy import integrate
 
 from gemhsa_sym.free import Dim, Gaussian, ShapeMismatch, W, linearise, spectral_law
+from gemhsa_sym.free.continuation import GRID_MIN
 from gemhsa_sym.free.matrices import dims_of
 
 R = sp.Rational
@@ -392,6 +393,17 @@ def test_marchenko_pastur_density_double(c):
     assert np.all(np.abs(got - want) <= 1e-13 * np.maximum(1, want))
 
 
+@pytest.mark.parametrize("c", [R(1, 2), R(2)], ids=str)
+def test_marchenko_pastur_density_on_a_dense_grid(c):
+    """A grid long enough to be refined from a coarse subgrid (GRID_MIN points) equals the
+    closed form at every point: next to both edges, and in the gap above the atom for c = 2."""
+    hi = (1 + np.sqrt(float(c))) ** 2
+    x = np.linspace(0, 1.1 * hi, 1501)[1:]
+    assert x.size >= GRID_MIN
+    want = mp_density(x, float(c))
+    assert np.all(np.abs(mp_law(c).density(x) - want) <= 1e-12 * np.maximum(1, want))
+
+
 @pytest.mark.parametrize(("c", "scale"), [(R(1, 2), R(3)), (R(2), R(1, 4))], ids=str)
 def test_marchenko_pastur_scale_multiplies_the_law(c, scale):
     law = mp_law(c, scale)
@@ -514,6 +526,22 @@ def test_product_density_matches_the_cubic_on_the_axis():
     got = product_law().density(np.array(xs))
     for x, rho in zip(xs, got):
         assert rho == pytest.approx(-physical_root(P, complex(x)).imag / np.pi, rel=1e-10)
+
+
+def test_product_on_a_dense_grid_solves_the_cubic_on_the_physical_branch():
+    """Every point of a refined grid solves the cubic; points next to the edges, in the gap
+    above the atom and across the bulk are on the physical root followed from infinity."""
+    P = sp.expand(product_polynomial())
+    x = np.linspace(0, 4, 2001)[1:]
+    assert x.size >= GRID_MIN
+    m = product_law().stieltjes(x.astype(complex))
+    terms = [sp.lambdify((M_, W_), t, "numpy") for t in sp.Add.make_args(P)]
+    vals = np.array([t(m, x) * np.ones_like(m) for t in terms])
+    assert np.max(np.abs(vals.sum(axis=0)) / np.abs(vals).sum(axis=0)) <= 1e-12
+    edges = [0.0559355743188757665634, 3.74669022267706478397]
+    near = [int(np.argmin(np.abs(x - e))) + k for e in edges for k in (-2, -1, 0, 1, 2)]
+    for i in sorted(set(near) | set(range(0, x.size, 100))):
+        assert abs(m[i] - physical_root(P, complex(x[i]))) <= 1e-9 * (1 + abs(m[i])), x[i]
 
 
 def test_product_stieltjes_at_50_digits_solves_the_cubic():

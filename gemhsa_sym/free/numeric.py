@@ -105,18 +105,46 @@ def _number(expr: sp.Expr, values: Mapping[sp.Symbol, object], backend: Backend)
     return mpmath.mpmathify(sp.N(e, mpmath.mp.dps + 5))
 
 
-def _nonzeros(C: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Positions (a, d) and (b, c) of the nonzero entries of the T_i and C_j, and their weights
-    as (entries x unknowns) matrices, for the sparse Jacobian of :meth:`NumericSystem.residual_jacobian`."""
-    out: list[np.ndarray] = []
-    for X in (T, C):
-        j, a, b = np.nonzero(np.vectorize(bool, otypes=[bool])(X)) if X.size else (np.array([], int),) * 3
-        weights = np.zeros((len(j), X.shape[0]), dtype=X.dtype)
-        if X.dtype == object:
-            weights[...] = X.flat[0] * 0 if X.size else 0
-        weights[np.arange(len(j)), j] = X[j, a, b]
-        out += [a, b, weights]
-    return tuple(out)
+@dataclass(frozen=True)
+class _Pairs:
+    """The terms of J_ij = sum T_i[a,d] C_j[b,c] R[a,b] R[c,d] of one sector, sorted by (i, j):
+    flat positions a*k+b and c*k+d in R, weights T_i[a,d] C_j[b,c], the start of each (i, j)
+    run and its flat position i*m+j in J (one gather, one product, one segmented sum)."""
+
+    left: np.ndarray
+    right: np.ndarray
+    weight: np.ndarray
+    starts: np.ndarray
+    target: np.ndarray
+
+    @classmethod
+    def of(cls, C: np.ndarray, T: np.ndarray) -> "_Pairs":
+        m, k = C.shape[0], C.shape[-1]
+        nonzero = np.vectorize(bool, otypes=[bool])
+        ti, ta, td = np.nonzero(nonzero(T)) if T.size else (np.array([], int),) * 3
+        cj, cb, cc = np.nonzero(nonzero(C)) if C.size else (np.array([], int),) * 3
+        target = (ti[:, None] * m + cj[None, :]).ravel()
+        order = np.argsort(target, kind="stable")
+        left = (ta[:, None] * k + cb[None, :]).ravel()[order]
+        right = (cc[None, :] * k + td[:, None]).ravel()[order]
+        weight = (T[ti, ta, td][:, None] * C[cj, cb, cc][None, :]).ravel()[order]
+        target = target[order]
+        starts = np.flatnonzero(np.r_[True, target[1:] != target[:-1]]) if target.size else np.array([], int)
+        return cls(left, right, weight, starts, target[starts])
+
+
+def _inverse(M: np.ndarray, backend: Backend) -> np.ndarray:
+    """Batched inverse; 1x1 and 2x2 blocks by their adjugate (no per-matrix LAPACK call)."""
+    k = M.shape[-1]
+    if k == 1:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 1 / M
+    if k == 2:
+        a, b, c, d = M[..., 0, 0], M[..., 0, 1], M[..., 1, 0], M[..., 1, 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv_det = 1 / (a * d - b * c)
+            return np.stack([np.stack([d, -b], -1), np.stack([-c, a], -1)], -2) * inv_det[..., None, None]
+    return backend.inv(M)
 
 
 def _contract(X: np.ndarray, T: np.ndarray) -> np.ndarray:
@@ -135,7 +163,7 @@ class NumericSystem:
     T: tuple[np.ndarray, ...]
     output: int
     backend: Backend
-    sparse: tuple[tuple[np.ndarray, ...], ...] = ()
+    pairs: tuple[_Pairs, ...] = ()
 
     @classmethod
     def build(cls, system: DysonSystem, values: Mapping[sp.Symbol, object], backend: Backend) -> "NumericSystem":
@@ -169,7 +197,7 @@ class NumericSystem:
         for g, reads in system.readout.items():
             for s, i, j, v in reads:
                 T[s][index[g], i, j] += num(v)
-        return cls(tuple(A), tuple(E), tuple(C), tuple(T), index[system.output], backend, tuple(_nonzeros(c, t) for c, t in zip(C, T)))
+        return cls(tuple(A), tuple(E), tuple(C), tuple(T), index[system.output], backend, tuple(_Pairs.of(c, t) for c, t in zip(C, T)))
 
     @property
     def size(self) -> int:
@@ -183,7 +211,7 @@ class NumericSystem:
         """R(g, w): the unknowns read from the sector inverses."""
         out = np.zeros_like(g)
         for M, T in zip(self.sector_matrices(w, g), self.T):
-            out = out + _contract(self.backend.inv(M), T)
+            out = out + _contract(_inverse(M, self.backend), T)
         return out
 
     def residual(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -194,25 +222,25 @@ class NumericSystem:
         """F and dF/dg, batched: shapes (P, m) and (P, m, m)."""
         P, m = g.shape
         F = g.copy()
-        J = np.zeros((P, m, m), dtype=g.dtype) + np.eye(m, dtype=g.dtype) if self.backend is DOUBLE else None
-        if J is None:
-            J = np.empty((P, m, m), dtype=object)
-            for p in range(P):
-                J[p] = np.array([[mpmath.mpf(int(i == j)) for j in range(m)] for i in range(m)], dtype=object)
-        for M, T, sparse in zip(self.sector_matrices(w, g), self.T, self.sparse):
-            R = self.backend.inv(M)
+        # J is assembled entry-major, (m*m, P): the scatter of the sums then writes whole rows
+        flat = np.zeros((m * m, P), dtype=g.dtype)
+        if self.backend is not DOUBLE:
+            flat[...] = mpmath.mpf(0)
+        flat[:: m + 1] += 1
+        for M, T, pairs in zip(self.sector_matrices(w, g), self.T, self.pairs):
+            R = _inverse(M, self.backend)
             F = F - _contract(R, T)
-            # J_ij = sum T_i[a,d] C_j[b,c] R[a,b] R[c,d] over the nonzeros of T_i and C_j
-            ta, td, TI, cb, cc, CJ = sparse
-            Q = R[:, ta[:, None], cb[None, :]] * R[:, cc[None, :], td[:, None]]
-            J = J + TI.T @ (Q @ CJ)
-        return F, J
+            if pairs.starts.size:  # J_ij += sum T_i[a,d] C_j[b,c] R[a,b] R[c,d]
+                Rt = R.reshape(P, R.shape[-1] ** 2).T.copy()
+                terms = Rt[pairs.left] * Rt[pairs.right] * pairs.weight[:, None]
+                flat[pairs.target] += np.add.reduceat(terms, pairs.starts, axis=0)
+        return F, flat.T.reshape(P, m, m)
 
     def dF_dw(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
         """dF/dw = T . (M^{-1} E M^{-1}), batched (P, m)."""
         out = np.zeros_like(g)
         for M, E, T in zip(self.sector_matrices(w, g), self.E, self.T):
-            R = self.backend.inv(M)
+            R = _inverse(M, self.backend)
             out = out + _contract(R @ E @ R, T)
         return out
 
