@@ -133,17 +133,26 @@ class _Pairs:
         return cls(left, right, weight, starts, target[starts])
 
 
+#: Batches at least this long invert 2x2 blocks by their adjugate in double precision.
+ADJUGATE_BATCH = 16
+
+
 def _inverse(M: np.ndarray, backend: Backend) -> np.ndarray:
-    """Batched inverse; 1x1 and 2x2 blocks by their adjugate (no per-matrix LAPACK call)."""
+    """Batched inverse; 1x1 blocks, and 2x2 blocks of long batches or in mpmath, by their
+    adjugate (no per-matrix LAPACK call)."""
     k = M.shape[-1]
     if k == 1:
         with np.errstate(divide="ignore", invalid="ignore"):
             return 1 / M
-    if k == 2:
-        a, b, c, d = M[..., 0, 0], M[..., 0, 1], M[..., 1, 0], M[..., 1, 1]
+    if k == 2 and (backend is not DOUBLE or M.shape[0] >= ADJUGATE_BATCH):
+        out = np.empty_like(M)
         with np.errstate(divide="ignore", invalid="ignore"):
-            inv_det = 1 / (a * d - b * c)
-            return np.stack([np.stack([d, -b], -1), np.stack([-c, a], -1)], -2) * inv_det[..., None, None]
+            inv_det = 1 / (M[..., 0, 0] * M[..., 1, 1] - M[..., 0, 1] * M[..., 1, 0])
+            out[..., 0, 0] = M[..., 1, 1] * inv_det
+            out[..., 1, 1] = M[..., 0, 0] * inv_det
+            out[..., 0, 1] = -M[..., 0, 1] * inv_det
+            out[..., 1, 0] = -M[..., 1, 0] * inv_det
+        return out
     return backend.inv(M)
 
 
