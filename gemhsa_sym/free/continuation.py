@@ -133,8 +133,12 @@ def _fixed_point_start(system: NumericSystem, w: np.ndarray, tol: float) -> np.n
 
 def _descend(system: NumericSystem, base: np.ndarray, direction: np.ndarray, s_from: np.ndarray, s_to: np.ndarray, g: np.ndarray, tol: float, depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """One step from w = base + direction * s_from to base + direction * s_to, split in two
-    (geometric mean of s) where Newton fails."""
-    g_new, ok = newton_solve(system, base + direction * s_to, g, tol, maxit=12, first_step=0.5, residual_tol=1e-14)
+    (geometric mean of s) where Newton fails (or its first step exceeds 0.5 (1 + |g|),
+    times |w_from / w_to| where that is larger than 1)."""
+    w_from, w_to = base + direction * s_from, base + direction * s_to
+    # near 0 (|w| shrinking with the step) g may grow like 1/w: allow its first step to match
+    bound = 0.5 * np.maximum(1.0, np.abs(w_from) / np.abs(w_to))
+    g_new, ok = newton_solve(system, w_to, g, tol, maxit=12, first_step=bound, residual_tol=1e-14)
     bad = np.nonzero(~ok)[0]
     if bad.size and depth < MAX_SPLITS:
         mid = np.sqrt(s_from[bad] * s_to[bad])
