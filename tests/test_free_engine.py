@@ -9,9 +9,6 @@ Every expected value comes from outside the engine:
 - computations written in this file: moments as the series of the physical root of P at
   infinity, the physical root itself followed from infinity by a root tracker on
   ``numpy.roots``, and Groebner elimination of the printed Dyson equations.
-
-Tests that need the support edges of the larger systems (moments, mass, CDF) take minutes
-and carry the ``slow`` marker.
 """
 
 from __future__ import annotations
@@ -203,8 +200,6 @@ REFERENCE = {
 }
 #: Radius of a circle enclosing each support (upper edges: 2.9, 5.9, 3.6, 3.5, 2.8, < 4).
 RADIUS = {"i": 5.0, "i'": 9.0, "ii": 6.0, "iii": 6.0, "iv": 5.0, "v": 7.0}
-#: Cases whose edge-dependent answers (moments, mass, CDF) take from half a minute to minutes.
-HEAVY = {"iii", "iv", "v"}
 
 
 def _ratios(Y) -> dict:
@@ -603,16 +598,12 @@ def test_reference_atoms(name):
         assert atom.location == 0 and atom.exact == want and abs(atom.mass - float(want)) <= 1e-10
 
 
-def _maybe_slow(names):
-    return [pytest.param(k, marks=pytest.mark.slow) if k in HEAVY else k for k in names]
-
-
-@pytest.mark.parametrize("name", _maybe_slow(REFERENCE))
+@pytest.mark.parametrize("name", list(REFERENCE))
 def test_reference_moments(name):
     assert reference_law(name).numeric_moments(3) == pytest.approx([float(v) for v in REFERENCE[name].moments], abs=1e-9)
 
 
-@pytest.mark.parametrize("name", _maybe_slow(k for k in REFERENCE if REFERENCE[k].edges))
+@pytest.mark.parametrize("name", [k for k in REFERENCE if REFERENCE[k].edges])
 def test_reference_edges(name):
     edges = reference_law(name).edges(30)
     assert [e.side for e in edges] == ["lower", "upper"]
@@ -662,16 +653,12 @@ LAWS: dict[str, Callable[[], object]] = {
 }
 
 
-def _law_params():
-    return [pytest.param(k, marks=pytest.mark.slow) if k.removeprefix("ref ") in HEAVY else k for k in LAWS]
-
-
-@pytest.mark.parametrize("name", _law_params())
+@pytest.mark.parametrize("name", list(LAWS))
 def test_mass_is_one(name):
     assert LAWS[name]().mass() == pytest.approx(1, abs=1e-10)
 
 
-@pytest.mark.parametrize("name", _law_params())
+@pytest.mark.parametrize("name", list(LAWS))
 def test_cdf_and_quantile(name):
     law = LAWS[name]()
     top = float(law.edges(dps=16)[-1].location)
@@ -756,6 +743,22 @@ def test_property_herglotz_precision_density(name, rb, rc, s, u, v):
     assert law.density(x) == pytest.approx(np.maximum(-on_axis.imag / np.pi, 0), abs=1e-12)
 
 
+@settings(PROPERTY, max_examples=6)
+@given(name=st.sampled_from(list(TEMPLATES)), rb=ratio, rc=ratio, s=coefficient)
+def test_property_refined_grid_equals_single_points(name, rb, rc, s):
+    """A grid long enough to be refined from a coarse subgrid (GRID_MIN points) has, at every
+    25th point and on both sides of every change between zero and positive density, the
+    density of the same point solved alone (descent from the upper half plane)."""
+    law = _template_law(name, rb, rc, s)
+    x = np.linspace(0, law.scale, 401)[1:]
+    assert x.size >= GRID_MIN
+    rho = law.density(x)
+    change = np.flatnonzero(np.diff(rho > 1e-9))
+    idx = sorted(set(range(0, x.size, 25)) | set(change) | set(change + 1))
+    alone = np.array([law.density(x[i : i + 1])[0] for i in idx])
+    assert np.abs(rho[idx] - alone) == pytest.approx(0, abs=1e-10 * max(1, np.max(alone)))
+
+
 @settings(PROPERTY, max_examples=3)
 @given(name=st.sampled_from(LIGHT), rb=ratio, rc=ratio, s=coefficient)
 def test_property_mass_is_one_light(name, rb, rc, s):
@@ -763,7 +766,6 @@ def test_property_mass_is_one_light(name, rb, rc, s):
     assert law.mass() == pytest.approx(1, abs=1e-8)
 
 
-@pytest.mark.slow
 @PROPERTY
 @given(name=st.sampled_from(list(TEMPLATES)), rb=ratio, rc=ratio, s=coefficient)
 def test_property_mass_is_one_all_templates(name, rb, rc, s):
@@ -771,7 +773,6 @@ def test_property_mass_is_one_all_templates(name, rb, rc, s):
     assert law.mass() == pytest.approx(1, abs=1e-8)
 
 
-@pytest.mark.slow
 def test_mass_of_a_gram_plus_square_gaussian():
     """X^T X + Z/2 with X 1 x 3 (ratios a : b = 1 : 3): hard edge at 0, top edge near 57.6.
 
@@ -791,7 +792,6 @@ def test_mass_of_a_gram_plus_square_gaussian():
     assert law.mass() == pytest.approx(1, abs=1e-10)
 
 
-@pytest.mark.slow
 def test_atom_of_a_rank_deficient_product():
     """(X V X^T + Z/3) X W2 with a : b : c = 1 : 3 : 4 has rank a, so an atom 1 - 1/4 at 0
     (exact once P(m, w) is known: the descent alone gives it to about 4e-7)."""

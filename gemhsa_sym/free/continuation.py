@@ -6,13 +6,15 @@ a path inside that half plane by Newton steps small enough to stay in the
 basin of the previous point never changes branch. Every target w = x + iy
 is reached from x + i*top (where a fixed-point iteration started from
 M^{-1} at g = 0 converges to the branch) by geometric descent of the
-imaginary part (by 100x instead of 5x once g has become linear in Im w);
-a step whose Newton iteration does not converge quickly is split in two. Real targets (y = 0) are reached by one last Newton solve at
-y = 0, tried from 1e9 times the floor and, where that fails the continuity
-check (near edges), from the floor; every accepted point is then checked:
-converged, continuous with the point above it, and Herglotz (Im m <= 0).
-Many targets on one ray towards 0 (the atom at zero, contour masses near a
-hard edge) are reached in one path along the ray (:func:`follow_rays`).
+imaginary part (by 100x instead of 5x once g has become linear in Im w); a
+step whose Newton iteration does not converge quickly is split in two.
+Real targets (y = 0) are reached by one last Newton solve at y = 0, tried
+from 1e9 times the floor and, where that fails the continuity check (near
+edges), from the floor; every accepted point is then checked: converged,
+continuous with the point above it, and Herglotz (Im m <= 0). Many targets
+on one ray towards 0 (the atom at zero, contour masses near a hard edge)
+are reached in one path along the ray (:func:`follow_rays`), each step
+started from the power law through the two points before it.
 
 A grid of many real targets is solved by descent on a coarse subgrid only;
 the points between are started from the cubic Hermite interpolant of their
@@ -47,7 +49,7 @@ EARLY_FLOOR = 1e9
 GRID_MIN = 256
 #: ... of this many points, solved by descent.
 GRID_COARSE = 33
-#: Largest |cubic - linear| (relative to 1 + |g|) of an interpolated start that is tried.
+#: Largest error estimate (relative to 1 + |x g|) of an interpolated start that is tried.
 GRID_TRUST = 3e-3
 
 
@@ -82,7 +84,8 @@ def newton_solve(
     """Newton from g0 at each w; ok where the step fell below tol*(1+|g|) within maxit.
 
     With ``first_step`` (a number or one per point), a point whose first Newton step
-    exceeds first_step*(1+|g0|) is rejected: it was not in the basin of the previous point (continuity check).
+    exceeds first_step*(1+|g0|) is rejected: it was not in the basin of the previous
+    point (continuity check).
     With ``residual_tol``, a point whose residual fell below residual_tol*(1+|g|)
     also counts as converged: near a double root (a support edge) the step
     stagnates at about the square root of the working precision.
@@ -133,12 +136,8 @@ def _fixed_point_start(system: NumericSystem, w: np.ndarray, tol: float) -> np.n
 
 def _descend(system: NumericSystem, base: np.ndarray, direction: np.ndarray, s_from: np.ndarray, s_to: np.ndarray, g: np.ndarray, tol: float, depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """One step from w = base + direction * s_from to base + direction * s_to, split in two
-    (geometric mean of s) where Newton fails (or its first step exceeds 0.5 (1 + |g|),
-    times |w_from / w_to| where that is larger than 1)."""
-    w_from, w_to = base + direction * s_from, base + direction * s_to
-    # near 0 (|w| shrinking with the step) g may grow like 1/w: allow its first step to match
-    bound = 0.5 * np.maximum(1.0, np.abs(w_from) / np.abs(w_to))
-    g_new, ok = newton_solve(system, w_to, g, tol, maxit=12, first_step=bound, residual_tol=1e-14)
+    (geometric mean of s) where Newton fails or its first step exceeds 0.5 (1 + |g|)."""
+    g_new, ok = newton_solve(system, base + direction * s_to, g, tol, maxit=12, first_step=0.5, residual_tol=1e-14)
     bad = np.nonzero(~ok)[0]
     if bad.size and depth < MAX_SPLITS:
         mid = np.sqrt(s_from[bad] * s_to[bad])
@@ -339,8 +338,9 @@ def follow_rays(system: NumericSystem, directions: np.ndarray, radii: np.ndarray
     The start at radii[0] is g0 (already on the branch) or, without it, the fixed-point
     start (radii[0] must then be large). Rays into the upper half plane stay where m is
     analytic, so a deep ray costs one path, not one descent per target. Each step starts
-    from the power law through the two points before it (:func:`_power_law`). Stops at the first
-    radius where some ray fails verification; the caller decides when it has seen enough.
+    from the power law through the two points before it (:func:`_ray_step`). Stops at
+    the first radius where some ray fails verification; the caller decides when it has
+    seen enough.
     """
     if system.backend is not DOUBLE:
         raise TypeError("follow_rays runs in double precision")
