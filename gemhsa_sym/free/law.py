@@ -138,6 +138,7 @@ class SpectralLaw:
         self.system: DysonSystem = reduce_system(full, probe, self.scale) if reduce else full
         self._exact_moments: list[sp.Expr] = []
         self._eliminations: dict[tuple[float, str | None], Any] = {}
+        self._exact_atoms: dict[tuple[float, str | None], list[Atom] | None] = {}
         self._top = 8.0 * self.scale + 8.0
         self._floor = 1e-13 * self.scale
 
@@ -262,8 +263,10 @@ class SpectralLaw:
     def atoms(self) -> list[Atom]:
         """Point masses of the law (at zero when Y^T Y is rank deficient): exact from P(m, w) when an
         elimination has found it already (:meth:`algebraic_atoms`), else by descent down the imaginary axis."""
-        found = [e for e in self._eliminations.values() if e.polynomial is not None]
-        exact = self._atoms_from(found[0]) if found else None
+        found = [key for key, e in self._eliminations.items() if e.polynomial is not None]
+        if found and found[0] not in self._exact_atoms:
+            self._exact_atoms[found[0]] = self._atoms_from(self._eliminations[found[0]])
+        exact = self._exact_atoms[found[0]] if found else None
         if exact is not None:
             return exact
         return [self._atom_zero] if self._atom_zero is not None else []
