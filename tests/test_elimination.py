@@ -224,7 +224,10 @@ def test_single_head_preset_polynomial_vanishes_on_the_physical_branch():
     law = derive(PRESETS["single-head"])
     e = law.algebraic(time_limit=60)
     assert e.reason is None and (e.degree_m, e.degree_w) == (20, 16)
-    assert [str(s) for s in e.symbolic] == ["sigma2"] and e.values[e.symbolic[0]] == sp.E - 2
+    # exp(beta g - beta^2/2) at beta = 1: mu_1 = beta = 1 and sigma^2 = e^{beta^2} - 1 - beta^2 = e - 2
+    assert [str(s) for s in e.symbolic] == ["mu_1", "sigma"]
+    mu_1, sigma = e.symbolic
+    assert e.values[mu_1] == 1 and sp.simplify(e.values[sigma] ** 2 - (sp.E - 2)) == 0
     P = e.specialised()
     ws = np.array([0.5 + 0.3j, 7.0 + 0.5j, 30.0 + 2.0j, -3.0 + 1.0j])
     terms = [sp.lambdify((M, W), t, "numpy") for t in sp.Add.make_args(sp.expand(P))]
