@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from scipy import integrate
 
 from gemhsa_sym.free import Dim, Gaussian, ShapeMismatch, W, linearise, spectral_law
-from gemhsa_sym.free.continuation import GRID_MIN
+from gemhsa_sym.free.continuation import GRID_MIN, BranchError
 from gemhsa_sym.free.matrices import dims_of
 
 R = sp.Rational
@@ -499,6 +499,11 @@ def test_product_edges_to_25_digits():
 def test_product_atom():
     (atom,) = product_law().atoms()
     assert atom.location == 0 and atom.exact == R(1, 2) and abs(atom.mass - 0.5) <= 1e-12
+
+
+def test_density_at_the_atom_is_refused_with_the_reason():
+    with pytest.raises(BranchError, match="pole of m"):
+        product_law().density(np.array([0.0, 1.0]))
 
 
 def test_product_stieltjes_solves_the_reference_cubic():

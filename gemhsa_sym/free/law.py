@@ -178,7 +178,8 @@ class SpectralLaw:
         br = follow_branch(self._double, target, top=self._top, floor=floor)
         if not np.all(br.ok):
             bad = target[~br.ok]
-            raise BranchError(f"the physical branch failed verification at {bad.size} point(s), e.g. w = {bad[:3]}")
+            hint = " (w = 0 is a pole of m when the law has an atom at 0; see atoms())" if np.any(bad == 0) else ""
+            raise BranchError(f"the physical branch failed verification at {bad.size} point(s), e.g. w = {bad[:3]}{hint}")
         return np.where(lower[:, None], br.g.conj(), br.g)
 
     def _refine(self, w: complex | mpmath.mpc, g0: np.ndarray, dps: int) -> np.ndarray:
