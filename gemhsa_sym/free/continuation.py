@@ -210,8 +210,8 @@ def _follow(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.
 
 def _tangent(system: NumericSystem, w: np.ndarray, g: np.ndarray) -> np.ndarray:
     """dg/dw = -J^{-1} dF/dw at solutions g (implicit function theorem)."""
-    _, J = system.residual_jacobian(w, g)
-    return -system.backend.solve(J, system.dF_dw(w, g))
+    _, J, Fw = system.linearisation(w, g)
+    return -system.backend.solve(J, Fw)
 
 
 def _cubic(x0: np.ndarray, u0: np.ndarray, d0: np.ndarray, x1: np.ndarray, u1: np.ndarray, d1: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -325,8 +325,7 @@ class SpectralLaw:
             for _ in range(60):
                 ga = num.backend.array(np.array([gg], dtype=object))
                 wa = num.backend.array(np.array([xx], dtype=object))
-                F, J = num.residual_jacobian(wa, ga)
-                Fx = num.dF_dw(wa, ga)
+                F, J, Fx = num.linearisation(wa, ga)
                 A = [[real(J[0][i][j]) for j in rest] + [real(Fx[0][i])] for i in range(size)]
                 if num.backend is DOUBLE:
                     delta = np.linalg.solve(np.array(A), np.real(F[0]))

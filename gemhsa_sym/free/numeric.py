@@ -229,29 +229,33 @@ class NumericSystem:
 
     def residual_jacobian(self, w: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """F and dF/dg, batched: shapes (P, m) and (P, m, m)."""
+        F, J, _ = self._linearise(w, g, with_w=False)
+        return F, J
+
+    def linearisation(self, w: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """F, dF/dg and dF/dw = T . (M^{-1} E M^{-1}) from one pass over the sector inverses."""
+        return self._linearise(w, g, with_w=True)
+
+    def _linearise(self, w: np.ndarray, g: np.ndarray, with_w: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The body of :meth:`residual_jacobian` and :meth:`linearisation` (dF/dw left 0 without ``with_w``)."""
         P, m = g.shape
         F = g.copy()
+        Fw = np.zeros_like(g)
         # J is assembled entry-major, (m*m, P): the scatter of the sums then writes whole rows
         flat = np.zeros((m * m, P), dtype=g.dtype)
         if self.backend is not DOUBLE:
             flat[...] = mpmath.mpf(0)
         flat[:: m + 1] += 1
-        for M, T, pairs in zip(self.sector_matrices(w, g), self.T, self.pairs):
+        for M, E, T, pairs in zip(self.sector_matrices(w, g), self.E, self.T, self.pairs):
             R = _inverse(M, self.backend)
             F = F - _contract(R, T)
+            if with_w:
+                Fw = Fw + _contract(R @ E @ R, T)
             if pairs.starts.size:  # J_ij += sum T_i[a,d] C_j[b,c] R[a,b] R[c,d]
                 Rt = R.reshape(P, R.shape[-1] ** 2).T.copy()
                 terms = Rt[pairs.left] * Rt[pairs.right] * pairs.weight[:, None]
                 flat[pairs.target] += np.add.reduceat(terms, pairs.starts, axis=0)
-        return F, flat.T.reshape(P, m, m)
-
-    def dF_dw(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """dF/dw = T . (M^{-1} E M^{-1}), batched (P, m)."""
-        out = np.zeros_like(g)
-        for M, E, T in zip(self.sector_matrices(w, g), self.E, self.T):
-            R = _inverse(M, self.backend)
-            out = out + _contract(R @ E @ R, T)
-        return out
+        return F, flat.T.reshape(P, m, m), Fw
 
 
 def newton_iterates(system: NumericSystem, w: np.ndarray, g: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
