@@ -10,6 +10,10 @@
     matrix products, Gram matrix and eigvalsh);
 (c) seconds for one value of the Stieltjes transform at 50 digits.
 
+(a) and (b) are timed twice: from the Dyson system alone, and from the root of
+P(m, w) = 0 once ``law.algebraic()`` has found it (the elimination's own time is
+printed beside, paid once per law).
+
     python benchmarks/bench_free.py [--points 1000] [--N 2000] [--repeat 1]
 """
 
@@ -51,6 +55,15 @@ def attention_law():
     return spectral_law((x @ w1 @ x.T + z / 2) @ x @ w2, {n: 1, d: R(1, 2), dv: R(1, 4)})
 
 
+def eliminate_all(laws: list) -> float:
+    """Find P(m, w) for every law; the mean seconds per law."""
+    start = time.perf_counter()
+    for law in laws:
+        if law.algebraic().polynomial is None:
+            raise RuntimeError(f"no P(m, w) for {law}")
+    return (time.perf_counter() - start) / len(laws)
+
+
 def product_density_50(x: mpmath.mpf) -> mpmath.mpf:
     """Density of the N1 x N1 product law at x from its cubic, 2 m^3 x^2 + m^2 x - 4 m x - m + 4 = 0.
 
@@ -82,29 +95,33 @@ def main() -> None:
 
     # (a) product density in double, error against 50 digits
     grid = np.linspace(0.0, 4.0, args.points + 1)[1:]
-    start = time.perf_counter()
-    laws = [product_law() for _ in range(args.repeat)]
-    built = (time.perf_counter() - start) / args.repeat
-    values: list[np.ndarray] = []
-    seconds = best_time(lambda: values.append(laws.pop().density(grid)), args.repeat)
-    rho = values[0]
     check = np.arange(0, args.points, max(1, args.points // 20))
     with mpmath.workdps(60):
         ref = [product_density_50(mpmath.mpf(float(grid[i]))) for i in check]
-    err = max(abs(float(r) - rho[i]) for i, r in zip(check, ref))
-    rel = max(abs(float(r) - rho[i]) / float(r) for i, r in zip(check, ref) if r > 0)
-    print(f"(a) MP(1/2) x MP(1/4) density, {args.points} points in double: {seconds:.3f} s "
-          f"(law built in {built:.3f} s); max error vs 50 digits at {check.size} points: "
-          f"{err:.2e} absolute, {rel:.2e} relative")
+    for label, with_p in (("Dyson system", False), ("root of P", True)):
+        start = time.perf_counter()
+        laws = [product_law() for _ in range(args.repeat)]
+        built = (time.perf_counter() - start) / args.repeat
+        eliminated = eliminate_all(laws) if with_p else 0.0
+        values: list[np.ndarray] = []
+        seconds = best_time(lambda: values.append(laws.pop().density(grid)), args.repeat)
+        rho = values[0]
+        err = max(abs(float(r) - rho[i]) for i, r in zip(check, ref))
+        rel = max(abs(float(r) - rho[i]) / float(r) for i, r in zip(check, ref) if r > 0)
+        print(f"(a) MP(1/2) x MP(1/4) density, {args.points} points in double, {label}: {seconds:.3f} s "
+              f"(law built in {built:.3f} s, P in {eliminated:.3f} s); max error vs 50 digits at "
+              f"{check.size} points: {err:.2e} absolute, {rel:.2e} relative")
 
     # (b) attention-type polynomial density vs one Monte Carlo draw
     mc = best_time(lambda: monte_carlo_draw(args.N, 0), args.repeat)
     top = 1.1 * float(monte_carlo_draw(args.N, 1)[-1])
     grid_b = np.linspace(0.0, top, args.points + 1)[1:]
-    laws = [attention_law() for _ in range(args.repeat)]
-    dens = best_time(lambda: laws.pop().density(grid_b), args.repeat)
-    print(f"(b) (X W1 X^T + Z/2) X W2 density, {args.points} points on (0, {top:.2f}]: {dens:.2f} s; "
-          f"one numpy draw at N = {args.N}: {mc:.2f} s; ratio density / draw = {dens / mc:.2f}")
+    for label, with_p in (("Dyson system", False), ("root of P", True)):
+        laws = [attention_law() for _ in range(args.repeat)]
+        eliminated = eliminate_all(laws) if with_p else 0.0
+        dens = best_time(lambda: laws.pop().density(grid_b), args.repeat)
+        print(f"(b) (X W1 X^T + Z/2) X W2 density, {args.points} points on (0, {top:.2f}], {label}: {dens:.3f} s "
+              f"(P in {eliminated:.2f} s); one numpy draw at N = {args.N}: {mc:.2f} s; ratio density / draw = {dens / mc:.3f}")
 
     # (c) one Stieltjes value at 50 digits
     w = mpmath.mpc("0.7", "0.25")

@@ -29,6 +29,7 @@ from scipy import integrate
 from gemhsa_sym.free import Dim, Gaussian, ShapeMismatch, W, linearise, spectral_law
 from gemhsa_sym.free.continuation import GRID_MIN, BranchError
 from gemhsa_sym.free.matrices import dims_of
+from gemhsa_sym.free.polynomial_system import PolynomialSystem
 
 R = sp.Rational
 M_, W_ = sp.symbols("m w")  # P(m, w): m = Stieltjes transform, w = spectral variable
@@ -762,6 +763,42 @@ def test_property_refined_grid_equals_single_points(name, rb, rc, s):
     idx = sorted(set(range(0, x.size, 25)) | set(change) | set(change + 1))
     alone = np.array([law.density(x[i : i + 1])[0] for i in idx])
     assert np.abs(rho[idx] - alone) == pytest.approx(0, abs=1e-10 * max(1, np.max(alone)))
+
+
+@settings(PROPERTY, max_examples=6)
+@given(name=st.sampled_from(list(TEMPLATES)), rb=ratio, rc=ratio, s=coefficient)
+def test_property_root_of_p_equals_the_dyson_system(name, rb, rc, s):
+    """Once the elimination has found P, double-precision values follow its root: on a
+    refined grid, off the axis and down the imaginary axis towards 0 (where P rounds
+    badly next to an atom and the Dyson system takes over), they equal the Dyson
+    system's values of a fresh law of the same polynomial."""
+    law = _template_law(name, rb, rc, s)
+    x = np.linspace(0, 1.5 * law.scale, 401)[1:]
+    w = np.concatenate([x * (1 + 0.1j), 1j * law.scale * 10.0 ** -np.arange(0, 10), x[::40] + 1e-9j])
+    want_grid, want = law.density(x), law.stieltjes(w)
+    assert not isinstance(law._fast, PolynomialSystem)
+    assert law.algebraic().polynomial is not None
+    assert isinstance(law._fast, PolynomialSystem)
+    assert law.density(x) == pytest.approx(want_grid, abs=1e-10 * max(1, np.max(want_grid)))
+    got = law.stieltjes(w)
+    assert np.max(np.abs(got - want) / np.abs(want)) <= 1e-10
+
+
+def test_product_root_of_p_on_a_dense_grid_solves_the_cubic_on_the_physical_branch():
+    """The dense-grid check of the product, on the root of P (a fresh law after the elimination)."""
+    p, n1, n2 = Dim("p"), Dim("N1"), Dim("N2")
+    law = spectral_law(Gaussian("X2", p, n2, scale=R(1, 4)).T @ Gaussian("X1", p, n1, scale=R(1, 2)), {p: 1, n1: 2, n2: 4})
+    assert law.algebraic().polynomial is not None and isinstance(law._fast, PolynomialSystem)
+    P = sp.expand(product_polynomial())
+    x = np.linspace(0, 4, 2001)[1:]
+    m = law.stieltjes(x.astype(complex))
+    terms = [sp.lambdify((M_, W_), t, "numpy") for t in sp.Add.make_args(P)]
+    vals = np.array([t(m, x) * np.ones_like(m) for t in terms])
+    assert np.max(np.abs(vals.sum(axis=0)) / np.abs(vals).sum(axis=0)) <= 1e-12
+    edges = [0.0559355743188757665634, 3.74669022267706478397]
+    near = [int(np.argmin(np.abs(x - e))) + k for e in edges for k in (-2, -1, 0, 1, 2)]
+    for i in sorted(set(near) | set(range(0, x.size, 100))):
+        assert abs(m[i] - physical_root(P, complex(x[i]))) <= 1e-9 * (1 + abs(m[i])), x[i]
 
 
 @settings(PROPERTY, max_examples=3)

@@ -32,12 +32,17 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .numeric import DOUBLE, NumericSystem, newton_iterates
+from .polynomial_system import PolynomialSystem
+
+#: A system the drivers follow: the Dyson system, or the minimal polynomial of m.
+System = NumericSystem | PolynomialSystem
 
 __all__ = ["BranchError", "Branch", "newton_solve", "follow_branch", "follow_rays"]
 
 #: Ratio between successive imaginary parts on the descent ...
 DESCENT_RATIO = 0.2
-#: ... and after a step that changed g by less than FAST_CHANGE (1 + |g|): g is then
+#: ... and after a step that changed g by less than FAST_CHANGE |g| (relative: at large |w|,
+#: m ~ 1/w is small and changes by the step's factor in a step of any size): g is then
 #: linear in Im w on the scale of Im w, far from any edge or atom.
 FAST_RATIO = 0.01
 FAST_CHANGE = 1e-3
@@ -51,6 +56,10 @@ GRID_MIN = 256
 GRID_COARSE = 33
 #: Largest error estimate (relative to 1 + |x g|) of an interpolated start that is tried.
 GRID_TRUST = 3e-3
+#: Continuation Newton: each step at most this times the one before (1/2 at a double
+#: root), unless both are below NOISE (1 + |g|), the rounding level near an edge.
+CONTRACTION = 0.75
+NOISE = 1e-6
 
 
 class BranchError(RuntimeError):
@@ -73,7 +82,7 @@ class Branch:
 
 
 def newton_solve(
-    system: NumericSystem,
+    system: System,
     w: np.ndarray,
     g0: np.ndarray,
     tol: float,
@@ -84,8 +93,10 @@ def newton_solve(
     """Newton from g0 at each w; ok where the step fell below tol*(1+|g|) within maxit.
 
     With ``first_step`` (a number or one per point), a point whose first Newton step
-    exceeds first_step*(1+|g0|) is rejected: it was not in the basin of the previous
-    point (continuity check).
+    exceeds first_step*(1+|g0|) (first_step*|g0| for a system with ``relative`` steps)
+    is rejected: it was not in the basin of the previous point (continuity check). So is a point whose steps stop contracting (a step
+    above CONTRACTION times the one before, while both exceed NOISE (1+|g|)): Newton
+    then wanders between basins even if it ends on a root.
     With ``residual_tol``, a point whose residual fell below residual_tol*(1+|g|)
     also counts as converged: near a double root (a support edge) the step
     stagnates at about the square root of the working precision.
@@ -94,18 +105,22 @@ def newton_solve(
     g = g0.copy()
     ok = np.zeros(len(w), dtype=bool)
     active = np.arange(len(w))
-    scale0 = 1 + np.max(be.abs(g0), axis=-1).astype(float) if g0.shape[-1] else np.ones(len(w))
+    scale0 = (0 if system.relative else 1) + np.max(be.abs(g0), axis=-1).astype(float) if g0.shape[-1] else np.ones(len(w))
     if first_step is not None:
         scale0 = scale0 * first_step
+    last = np.full(len(w), np.inf)
     it = 0
     while active.size and it < maxit:
         gi, step, resid = next(newton_iterates(system, w[active], g[active]))
         step, resid = step.astype(float), resid.astype(float)
         finite = np.all(np.isfinite(gi.astype(complex)), axis=-1)
-        if it == 0 and first_step is not None:
-            finite &= step <= scale0[active]
-        g[active[finite]] = gi[finite]
         size = 1 + np.max(be.abs(gi), axis=-1).astype(float) if gi.shape[-1] else np.ones(len(active))
+        if first_step is not None:
+            if it == 0:
+                finite &= step <= scale0[active]
+            finite &= (step <= CONTRACTION * last[active]) | (step <= NOISE * size)
+        g[active[finite]] = gi[finite]
+        last[active] = step
         done = finite & ((step <= tol * size) | (resid <= residual_tol * size))
         ok[active[done]] = True
         active = active[finite & ~done]
@@ -118,8 +133,15 @@ def newton_solve(
     return g, ok
 
 
-def _fixed_point_start(system: NumericSystem, w: np.ndarray, tol: float) -> np.ndarray:
-    """Iterate g <- R(g, w) from g = 0 at large |w|, then polish with Newton."""
+def _fixed_point_start(system: System, w: np.ndarray, tol: float) -> np.ndarray:
+    """Iterate g <- R(g, w) from g = 0 at large |w|, then polish with Newton; a polynomial
+    system starts from m of its anchor's solution (the root of P that is m)."""
+    if isinstance(system, PolynomialSystem):
+        g = _fixed_point_start(system.anchor, w, tol)[:, [system.anchor.output]]
+        g, ok = newton_solve(system, w, g, tol, first_step=1e-8)
+        if not np.all(ok):
+            raise BranchError("the Dyson solution at large |w| is not a simple root of P(m, w)")
+        return g
     be = system.backend
     g = be.array(np.zeros((len(w), system.size)))
     for _ in range(200):
@@ -134,10 +156,22 @@ def _fixed_point_start(system: NumericSystem, w: np.ndarray, tol: float) -> np.n
     return g
 
 
-def _descend(system: NumericSystem, base: np.ndarray, direction: np.ndarray, s_from: np.ndarray, s_to: np.ndarray, g: np.ndarray, tol: float, depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def _herglotz(m: np.ndarray) -> np.ndarray:
+    """Im m(w) <= 0 wherever Im w >= 0 (to rounding)."""
+    return m.imag <= 1e-7 * (1 + np.abs(m))
+
+
+def _descend(system: System, base: np.ndarray, direction: np.ndarray, s_from: np.ndarray, s_to: np.ndarray, g: np.ndarray, tol: float, depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """One step from w = base + direction * s_from to base + direction * s_to, split in two
-    (geometric mean of s) where Newton fails or its first step exceeds 0.5 (1 + |g|)."""
-    g_new, ok = newton_solve(system, base + direction * s_to, g, tol, maxit=12, first_step=0.5, residual_tol=1e-14)
+    (geometric mean of s) where Newton fails, or its first step exceeds 0.5 (1 + |g|)
+    (for the root of P: started from the log-log tangent, 0.25 |m|), or Im m > 0."""
+    w_to = base + direction * s_to
+    if isinstance(system, PolynomialSystem):
+        start = system.predict(base + direction * s_from, w_to, g)
+        g_new, ok = newton_solve(system, w_to, start, tol, maxit=12, first_step=0.25, residual_tol=1e-14)
+    else:
+        g_new, ok = newton_solve(system, w_to, g, tol, maxit=12, first_step=0.5, residual_tol=1e-14)
+    ok &= _herglotz(g_new[:, system.output])
     bad = np.nonzero(~ok)[0]
     if bad.size and depth < MAX_SPLITS:
         mid = np.sqrt(s_from[bad] * s_to[bad])
@@ -148,7 +182,7 @@ def _descend(system: NumericSystem, base: np.ndarray, direction: np.ndarray, s_f
     return g_new, ok
 
 
-def follow_branch(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float = 1e-12) -> Branch:
+def follow_branch(system: System, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float = 1e-12) -> Branch:
     """The physical solution at targets w with Im w >= 0, by descent from Re w + i*top (double).
 
     Targets with Im w below ``floor`` (a number or one per target) are solved
@@ -170,7 +204,7 @@ def follow_branch(system: NumericSystem, w: np.ndarray, top: float, floor: float
         return _follow(system, w, top, floor, tol)
 
 
-def _follow(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float) -> Branch:
+def _follow(system: System, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float) -> Branch:
     """The body of :func:`follow_branch` on validated targets.
 
     The last Newton solve down to Im w is tried first from EARLY_FLOOR times the floor;
@@ -191,7 +225,7 @@ def _follow(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.
                 break
             nxt = np.maximum(y[active] * ratio[active], stop[active])
             g_act, ok_act = _descend(system, re[active], np.full(active.size, 1j), y[active], nxt, g[active], tol)
-            change = np.max(np.abs(g_act - g[active]), axis=-1) / (1 + np.max(np.abs(g_act), axis=-1))
+            change = np.max(np.abs(g_act - g[active]), axis=-1) / np.max(np.abs(g_act), axis=-1)
             ratio[active] = np.where(change < FAST_CHANGE, FAST_RATIO, DESCENT_RATIO)
             g[active] = g_act
             ok[active] &= ok_act
@@ -204,11 +238,11 @@ def _follow(system: NumericSystem, w: np.ndarray, top: float, floor: float | np.
             pending[final[ok_fin]] = False
     ok &= ~pending
     m = g[:, system.output]
-    ok &= m.imag <= 1e-7 * (1 + np.abs(m))  # Herglotz: Im m(w) <= 0 for Im w >= 0
+    ok &= _herglotz(m)
     return Branch(w=w, g=g, ok=ok, output=system.output)
 
 
-def _tangent(system: NumericSystem, w: np.ndarray, g: np.ndarray) -> np.ndarray:
+def _tangent(system: System, w: np.ndarray, g: np.ndarray) -> np.ndarray:
     """dg/dw = -J^{-1} dF/dw at solutions g (implicit function theorem)."""
     _, J, Fw = system.linearisation(w, g)
     return -system.backend.solve(J, Fw)
@@ -227,7 +261,7 @@ def _cubic(x0: np.ndarray, u0: np.ndarray, d0: np.ndarray, x1: np.ndarray, u1: n
     return cubic, np.max(np.abs(cubic - tangent), axis=-1)
 
 
-def _follow_grid(system: NumericSystem, x: np.ndarray, top: float, floor: np.ndarray, tol: float) -> Branch:
+def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, tol: float) -> Branch:
     """:func:`follow_branch` on a real grid: descent on GRID_COARSE points, then bisection.
 
     A point c between verified neighbours i < c < j starts from the cubic Hermite
@@ -287,7 +321,7 @@ def _follow_grid(system: NumericSystem, x: np.ndarray, top: float, floor: np.nda
         sol, conv = newton_solve(system, xs[c[tried]] + 0j, start, tol, maxit=8, first_step=GRID_TRUST, residual_tol=1e-14)
         m = sol[:, system.output]
         near = np.max(np.abs(xs[c[tried], None] * sol - pred[tried]), axis=-1) <= err[tried]
-        good = conv & near & (m.imag <= 1e-7 * (1 + np.abs(m)))
+        good = conv & near & _herglotz(m)
         verified(c[tried[good]], sol[good])
         failed = np.ones(c.size, dtype=bool)
         failed[tried[good]] = False
@@ -314,7 +348,7 @@ def _power_law(s0: np.ndarray, g0: np.ndarray, s1: np.ndarray, g1: np.ndarray, s
     return g1 * ratio**t
 
 
-def _ray_step(system: NumericSystem, direction: np.ndarray, s0: np.ndarray, g0: np.ndarray, s1: np.ndarray, g1: np.ndarray, s2: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+def _ray_step(system: System, direction: np.ndarray, s0: np.ndarray, g0: np.ndarray, s1: np.ndarray, g1: np.ndarray, s2: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
     """From w = direction * s1 (solution g1, the point before at s0 with g0) to s2.
 
     Newton from the power-law start p is accepted only if its first step is at most a
@@ -325,13 +359,14 @@ def _ray_step(system: NumericSystem, direction: np.ndarray, s0: np.ndarray, g0: 
     start = _power_law(s0, g0, s1, g1, s2)
     change = np.max(np.abs(start - g1), axis=-1) / (1 + np.max(np.abs(start), axis=-1))
     new, ok = newton_solve(system, direction * s2, start, tol, maxit=12, first_step=np.minimum(0.5, 0.1 * change), residual_tol=1e-14)
+    ok &= _herglotz(new[:, system.output])
     if not ok.all():
         bad = ~ok
         new[bad], ok[bad] = _descend(system, np.zeros(bad.sum(), dtype=complex), direction[bad], s1[bad], s2[bad], g1[bad], tol)
     return new, ok
 
 
-def follow_rays(system: NumericSystem, directions: np.ndarray, radii: np.ndarray, g0: np.ndarray | None = None, tol: float = 1e-12) -> Iterator[tuple[int, np.ndarray]]:
+def follow_rays(system: System, directions: np.ndarray, radii: np.ndarray, g0: np.ndarray | None = None, tol: float = 1e-12) -> Iterator[tuple[int, np.ndarray]]:
     """Yield (k, g) with g the physical solutions at w = radii[k] * directions (every ray at once),
     for decreasing radii, each ray continued inward from the one before (geometric steps).
 
@@ -364,7 +399,6 @@ def follow_rays(system: NumericSystem, directions: np.ndarray, radii: np.ndarray
                 if not ok.all():
                     return
                 before, g, s = (s, g), new, nxt
-            m = g[:, system.output]
-            if np.any(m.imag > 1e-7 * (1 + np.abs(m))):  # Herglotz
+            if not np.all(_herglotz(g[:, system.output])):
                 return
             yield k, g

@@ -28,9 +28,10 @@ from .latex import document, terms_of
 from .matrices import Dim, Gaussian, gaussians_of, without_powers
 from .numeric import DOUBLE, MP, NumericSystem
 from .pencil import Pencil, linearise
+from .polynomial_system import PolynomialSystem
 from .reductions import reduce_system
 from .series import moment_series
-from .system import DysonSystem, dyson_system
+from .system import W, DysonSystem, dyson_system
 
 __all__ = ["Atom", "Edge", "SpectralLaw", "spectral_law"]
 
@@ -38,6 +39,9 @@ __all__ = ["Atom", "Edge", "SpectralLaw", "spectral_law"]
 SCAN_POINTS = 1500
 #: Density below this over the norm-bound scale counts as outside the support on the scan.
 SUPPORT_THRESHOLD = 1e-8
+#: Largest relative rounding error of m from the root of P(m, w) in double precision;
+#: points above it are solved with the Dyson system instead.
+ROOT_ROUNDING = 1e-12
 #: Atoms lighter than this are not resolved (the estimate near a hard edge is not more accurate).
 ATOM_THRESHOLD = 1e-6
 
@@ -139,6 +143,7 @@ class SpectralLaw:
         self._exact_moments: list[sp.Expr] = []
         self._eliminations: dict[tuple[float, str | None], Any] = {}
         self._exact_atoms: dict[tuple[float, str | None], list[Atom] | None] = {}
+        self._polynomial_system: PolynomialSystem | None = None
         self._top = 8.0 * self.scale + 8.0
         self._floor = 1e-13 * self.scale
 
@@ -168,14 +173,34 @@ class SpectralLaw:
         with mpmath.workdps(dps):
             return NumericSystem.build(self.system, self.values, MP)
 
+    @property
+    def _fast(self) -> NumericSystem | PolynomialSystem:
+        """The system double-precision values of m come from: P(m, w) once an elimination has
+        found it (one unknown whatever the size of the Dyson system), else the Dyson system."""
+        found = [e for e in self._eliminations.values() if e.polynomial is not None]
+        if not found:
+            return self._double
+        if self._polynomial_system is None:
+            from .elimination import M
+
+            self._polynomial_system = PolynomialSystem.build(found[0].specialised(), M, W, self._double)
+        return self._polynomial_system
+
     # ---- Stieltjes transform and density -------------------------------------------------
-    def _branch(self, w: np.ndarray) -> np.ndarray:
-        """Solutions g (P, m) at w (upper half plane by conjugation), verified or BranchError."""
+    def _branch(self, w: np.ndarray, system: NumericSystem | PolynomialSystem | None = None) -> np.ndarray:
+        """Solutions g (P, m) of ``system`` (default: the Dyson system) at w (upper half plane by
+        conjugation), verified or BranchError."""
+        system = self._double if system is None else system
         w = np.atleast_1d(np.asarray(w, dtype=complex))
         lower = w.imag < 0
         target = np.where(lower, w.conj(), w)
         floor = self._floor * np.minimum(1.0, (np.abs(target.real) / self.scale) ** 2 + 1e-12)
-        br = follow_branch(self._double, target, top=self._top, floor=floor)
+        br = follow_branch(system, target, top=self._top, floor=floor)
+        if isinstance(system, PolynomialSystem):  # where P fails or rounds badly, the Dyson system
+            redo = ~br.ok | (system.rounding(target, br.g) > ROOT_ROUNDING)
+            if np.any(redo):
+                again = follow_branch(self._double, target[redo], top=self._top, floor=floor[redo])
+                br.g[redo], br.ok[redo] = again.g[:, [again.output]], again.ok
         if not np.all(br.ok):
             bad = target[~br.ok]
             hint = " (w = 0 is a pole of m when the law has an atom at 0; see atoms())" if np.any(bad == 0) else ""
@@ -197,11 +222,13 @@ class SpectralLaw:
     def stieltjes(self, w: Any, dps: int | None = None) -> Any:
         """m(w) = (1/q) tr (w - Y^T Y)^{-1}; on the real axis the limit from above.
 
-        Double precision for arrays; with ``dps``, an mpmath number (or object array).
+        Double precision for arrays (from the root of P(m, w) once :meth:`algebraic` has found
+        P, else from the Dyson system); with ``dps``, an mpmath number (or object array).
         """
         if dps is None:
             w_arr = np.asarray(w, dtype=complex)
-            m = self._branch(w_arr.ravel())[:, self._double.output]
+            fast = self._fast
+            m = self._branch(w_arr.ravel(), fast)[:, fast.output]
             return m.reshape(w_arr.shape) if w_arr.ndim else complex(m[0])
         ws = np.atleast_1d(np.asarray(w, dtype=object))
         out = []

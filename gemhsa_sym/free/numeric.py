@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import mpmath
 import numpy as np
@@ -48,6 +48,9 @@ class _Double:
             return np.stack([self._or_nan(np.linalg.inv, m) for m in M])
 
     def solve(self, J: np.ndarray, F: np.ndarray) -> np.ndarray:
+        if J.shape[-1] == 1:  # one unknown: no LAPACK call (NaN/inf where J = 0; the driver rejects them)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return F / J[..., 0]
         try:
             return np.linalg.solve(J, F[..., None])[..., 0]
         except np.linalg.LinAlgError:
@@ -173,6 +176,9 @@ class NumericSystem:
     output: int
     backend: Backend
     pairs: tuple[_Pairs, ...] = ()
+    #: Continuity checks of the drivers relative to 1 + |g| (the physical solution is the
+    #: attracting fixed point of g -> R(g, w), Helton, Far & Speicher 2007).
+    relative: ClassVar[bool] = False
 
     @classmethod
     def build(cls, system: DysonSystem, values: Mapping[sp.Symbol, object], backend: Backend) -> "NumericSystem":

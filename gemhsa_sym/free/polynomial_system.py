@@ -1,0 +1,106 @@
+"""P(m, w) = 0 as a system of one unknown for the continuation drivers (DESIGN §1.5).
+
+Once the elimination has found the minimal polynomial P of m(w), a Newton
+step on P costs a few array operations whatever the size of the Dyson
+system. The residual is P divided by the sum of the moduli of its terms,
+
+    F = P(m, w) / S(m, w),   S = sum_ab |c_ab| |m|^a |w|^b,
+
+so that |F| is the relative rounding level of the evaluation; the Jacobian
+dF/dm = P_m / S and dF/dw = P_w / S keep S fixed (the Newton step P / P_m
+and the tangent dm/dw = -P_w / P_m do not depend on it). P alone does not
+say which of its roots is m (DESIGN §1.5 pitfalls), so the system carries
+the Dyson system it was eliminated from (``anchor``): the drivers take the
+physical solution of the anchor at large |w| and follow the root of P from
+there. Unlike the Dyson system, whose physical solution is the attracting fixed point
+of its map, P gives Newton no preference among its roots: steps start from the
+log-log tangent (:meth:`PolynomialSystem.predict`) and are checked relative to |m|.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import sympy as sp
+
+from .numeric import DOUBLE, Backend, NumericSystem
+
+__all__ = ["PolynomialSystem"]
+
+
+@dataclass(frozen=True)
+class PolynomialSystem:
+    """P(m, w) = sum_ab coefficients[a, b] m^a w^b in double precision, one unknown m."""
+
+    coefficients: np.ndarray
+    anchor: NumericSystem
+    backend: Backend = DOUBLE
+    output: int = 0
+    size: int = 1
+    #: Continuity checks relative to |m| (m ~ 1/w is small at large |w|, where an absolute
+    #: bound lets Newton pass to another root of P).
+    relative: ClassVar[bool] = True
+
+    @classmethod
+    def build(cls, polynomial: sp.Expr, m: sp.Symbol, w: sp.Symbol, anchor: NumericSystem) -> "PolynomialSystem":
+        """From P with numeric coefficients (every parameter substituted)."""
+        poly = sp.Poly(polynomial, m, w)
+        if poly.free_symbols - {m, w}:
+            raise ValueError(f"P: no value for {', '.join(sorted(map(str, poly.free_symbols - {m, w})))}")
+        C = np.zeros((poly.degree(m) + 1, poly.degree(w) + 1), dtype=complex)
+        for (a, b), c in poly.terms():
+            C[a, b] = complex(c)
+        return cls(C / np.max(np.abs(C)), anchor)
+
+    @functools.cached_property
+    def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """|C|, the coefficients of P_m (shifted down in m) and the exponents of w in P_w."""
+        C = self.coefficients
+        return np.abs(C), C[1:] * np.arange(1, C.shape[0])[:, None], np.arange(1, C.shape[1]).astype(complex)
+
+    def linearisation(self, w: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """F = P/S, dF/dm = P_m/S and dF/dw = P_w/S, shapes (n, 1), (n, 1, 1), (n, 1)."""
+        absC, Cm, bw = self._tables
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            mp = _powers(g[:, 0], absC.shape[0])
+            wp = _powers(w, absC.shape[1])
+            mC = mp @ self.coefficients
+            S = np.sum((np.abs(mp) @ absC) * np.abs(wp), axis=1)
+            F = np.sum(mC * wp, axis=1) / S
+            Fm = np.sum((mp[:, :-1] @ Cm) * wp, axis=1) / S
+            Fw = ((mC[:, 1:] * wp[:, :-1]) @ bw) / S
+        return F[:, None], Fm[:, None, None], Fw[:, None]
+
+    def rounding(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Relative error of the double-precision root m from rounding: 10 eps S / (|P_m| |m|)
+        (the evaluation's backward error over the root's sensitivity; large near an atom,
+        where P cancels between huge terms, and at a double root)."""
+        _, J, _ = self.linearisation(w, g)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = 10 * np.finfo(float).eps / np.abs(J[:, 0, 0] * g[:, 0])
+        return np.where(np.isfinite(out), out, np.inf)
+
+    def predict(self, w0: np.ndarray, w1: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """m(w1) ~ m(w0) (w1/w0)^p with p = w m'/m at w0 (m' = -P_w/P_m): the tangent in
+        log-log coordinates, exact for the power laws of m at infinity (1/w) and at an atom (a/w)."""
+        F, J, Fw = self.linearisation(w0, g)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            p = -w0[:, None] * Fw / (J[:, :, 0] * g)
+            start = g * np.exp(p * np.log(w1 / w0)[:, None])
+        return np.where(np.isfinite(start), start, g)
+
+    def residual_jacobian(self, w: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """F and dF/dm (:meth:`linearisation` without dF/dw)."""
+        F, J, _ = self.linearisation(w, g)
+        return F, J
+
+
+def _powers(z: np.ndarray, k: int) -> np.ndarray:
+    """z^0, ..., z^(k-1) by repeated multiplication, shape (len(z), k)."""
+    out = np.empty((len(z), k), dtype=complex)
+    out[:, 0] = 1
+    out[:, 1:] = z[:, None]
+    return np.cumprod(out, axis=1, out=out)
