@@ -21,7 +21,7 @@ import sympy as sp
 
 from .system import DysonSystem
 
-__all__ = ["Backend", "DOUBLE", "MP", "NumericSystem", "newton_iterates"]
+__all__ = ["Backend", "DOUBLE", "MP", "Equations", "NumericSystem", "newton_iterates"]
 
 
 class Backend(Protocol):
@@ -96,6 +96,20 @@ class _Multiprecision:
 
 DOUBLE: Backend = _Double()
 MP: Backend = _Multiprecision()
+
+
+class Equations(Protocol):
+    """F(g, w) = 0 as the Newton iteration and the continuation drivers see it: the Dyson
+    system (:class:`NumericSystem`) or the minimal polynomial of m (one unknown)."""
+
+    backend: Backend
+    output: int
+    relative: ClassVar[bool]
+
+    @property
+    def size(self) -> int: ...
+    def residual_jacobian(self, w: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+    def linearisation(self, w: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
 
 def _number(expr: sp.Expr, values: Mapping[sp.Symbol, object], backend: Backend) -> object:
@@ -264,7 +278,7 @@ class NumericSystem:
         return F, flat.T.reshape(P, m, m), Fw
 
 
-def newton_iterates(system: NumericSystem, w: np.ndarray, g: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def newton_iterates(system: Equations, w: np.ndarray, g: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Newton iterates (g, |step|_inf, |F|_inf before the step) per point; never stops by itself."""
     be = system.backend
     while True:

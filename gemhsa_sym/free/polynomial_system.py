@@ -57,21 +57,25 @@ class PolynomialSystem:
 
     @functools.cached_property
     def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """|C|, the coefficients of P_m (shifted down in m) and the exponents of w in P_w."""
+        """[C, C_m] side by side (C_m: the coefficients of P_m, padded to C's shape), |C| and
+        the exponents of w (for P_w)."""
         C = self.coefficients
-        return np.abs(C), C[1:] * np.arange(1, C.shape[0])[:, None], np.arange(1, C.shape[1]).astype(complex)
+        Cm = np.zeros_like(C)
+        Cm[:-1] = C[1:] * np.arange(1, C.shape[0])[:, None]
+        return np.concatenate([C, Cm], axis=1), np.abs(C), np.arange(C.shape[1], dtype=float)
 
     def linearisation(self, w: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """F = P/S, dF/dm = P_m/S and dF/dw = P_w/S, shapes (n, 1), (n, 1, 1), (n, 1)."""
-        absC, Cm, bw = self._tables
+        both, absC, b = self._tables
+        k = absC.shape[1]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             mp = _powers(g[:, 0], absC.shape[0])
-            wp = _powers(w, absC.shape[1])
-            mC = mp @ self.coefficients
-            S = np.sum((np.abs(mp) @ absC) * np.abs(wp), axis=1)
-            F = np.sum(mC * wp, axis=1) / S
-            Fm = np.sum((mp[:, :-1] @ Cm) * wp, axis=1) / S
-            Fw = ((mC[:, 1:] * wp[:, :-1]) @ bw) / S
+            wp = _powers(w, k)
+            A = mp @ both  # sum_a C[a, b] m^a and sum_a C_m[a, b] m^a
+            S = ((np.abs(mp) @ absC) * np.abs(wp)).sum(axis=1)
+            F = (A[:, :k] * wp).sum(axis=1) / S
+            Fm = (A[:, k:] * wp).sum(axis=1) / S
+            Fw = (A[:, 1:k] * wp[:, :-1]) @ b[1:] / S
         return F[:, None], Fm[:, None, None], Fw[:, None]
 
     def rounding(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
