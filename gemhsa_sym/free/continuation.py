@@ -7,7 +7,8 @@ basin of the previous point never changes branch. Every target w = x + iy
 is reached from x + i*top (where a fixed-point iteration started from
 M^{-1} at g = 0 converges to the branch) by geometric descent of the
 imaginary part (by 100x instead of 5x once g has become linear in Im w); a
-step whose Newton iteration does not converge quickly is split in two.
+step whose Newton iteration does not converge quickly, whose first step is too
+large, whose steps stop contracting or that lands on Im m > 0 is split in two.
 Real targets (y = 0) are reached by one last Newton solve at y = 0, tried
 from 1e9 times the floor and, where that fails the continuity check (near
 edges), from the floor; every accepted point is then checked: converged,
@@ -21,6 +22,11 @@ the points between are started from the cubic Hermite interpolant of their
 verified neighbours (values and dg/dx from the implicit function theorem)
 and accepted only where Newton lands within the interpolant's own error
 estimate; the rest (near edges) descend like any other target.
+
+The same drivers follow the root of the minimal polynomial P(m, w)
+(:class:`~.polynomial_system.PolynomialSystem`) once the elimination has
+found it: started from the Dyson solution at x + i*top, each descent step from
+the log-log tangent, with the continuity checks relative to |m|.
 """
 
 from __future__ import annotations
@@ -294,26 +300,24 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
     span: dict[int, int] = {}  # gaps (by left end) whose midpoint failed: the step from their ends
     while True:
         K = np.flatnonzero(known)
-        rows = []  # (candidate, data interval ends)
-        for k, (i, j) in enumerate(zip(K[:-1], K[1:])):
-            if j - i < 2:
-                continue
-            s = span.get(i)
-            if s is None:
-                rows.append(((i + j) // 2, i, j))
-                continue
-            s = min(s, (j - i) // 2)  # the gap may have shrunk since its midpoint failed
+        gap = K[1:] - K[:-1] >= 2
+        marked = np.isin(K[:-1], np.fromiter(span, dtype=int, count=len(span)))
+        plain = np.flatnonzero(gap & ~marked)
+        rows = [((K[plain] + K[plain + 1]) // 2, K[plain], K[plain + 1])]  # (candidates, data interval ends)
+        for k in np.flatnonzero(gap & marked):
+            i, j = K[k], K[k + 1]
+            s = min(span[i], (j - i) // 2)  # the gap may have shrunk since its midpoint failed
             if s == 0:
                 continue
             if k > 0:  # from the left end, extrapolating the interval to its left
-                rows.append((i + s, K[k - 1], i))
+                rows.append(([i + s], [K[k - 1]], [i]))
             if k + 2 < K.size and j - s > i + s:  # from the right end
-                rows.append((j - s, j, K[k + 2]))
+                rows.append(([j - s], [j], [K[k + 2]]))
             if k == 0 and k + 2 >= K.size:
                 span[i] = 0
-        if not rows:
+        c, a, b = (np.concatenate(col).astype(int) for col in zip(*rows))
+        if not c.size:
             break
-        c, a, b = (np.array(col) for col in zip(*rows))
         u = xs[:, None] * g
         pred, err = _cubic(xs[a], u[a], du[a], xs[b], u[b], du[b], xs[c])
         tried = np.flatnonzero(err <= GRID_TRUST * (1 + np.max(np.abs(pred), axis=-1)))  # NaN: not tried
@@ -325,9 +329,8 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
         verified(c[tried[good]], sol[good])
         failed = np.ones(c.size, dtype=bool)
         failed[tried[good]] = False
-        for cc in c[failed]:  # the gap that contains the failed point
-            left = K[np.searchsorted(K, cc) - 1]
-            right = K[np.searchsorted(K, cc)]
+        where = np.searchsorted(K, c[failed])  # the gaps that contain the failed points
+        for left, right in zip(K[where - 1].tolist(), K[where].tolist()):
             span[left] = max(span.get(left, (right - left) // 2) // 2, 0)
     rest = np.setdiff1d(np.flatnonzero(~known), coarse)
     ok = known.copy()

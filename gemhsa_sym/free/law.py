@@ -636,7 +636,8 @@ class SpectralLaw:
         """P(m, w) = 0 for m(w) by exact elimination (:func:`.elimination.eliminate`), or the reason there is none.
 
         ``time_limit`` (seconds) bounds each attempt: parameters symbolic, then at their values.
-        Cached per (time_limit, backend).
+        Cached per (time_limit, backend). Once P is found, double-precision :meth:`stieltjes`
+        and :meth:`density` follow its root (:class:`.polynomial_system.PolynomialSystem`).
         """
         from .elimination import eliminate
 
