@@ -62,8 +62,8 @@ GRID_MIN = 256
 GRID_COARSE = 33
 #: Largest error estimate (relative to 1 + |x g|) of an interpolated start that is tried.
 GRID_TRUST = 3e-3
-#: Continuation Newton: each step at most this times the one before (1/2 at a double
-#: root), unless both are below NOISE (1 + |g|), the rounding level near an edge.
+#: Continuation Newton on the root of P: each step at most this times the one before (1/2
+#: at a double root), unless both are below NOISE (1 + |g|), the rounding level near an edge.
 CONTRACTION = 0.75
 NOISE = 1e-6
 
@@ -100,9 +100,10 @@ def newton_solve(
 
     With ``first_step`` (a number or one per point), a point whose first Newton step
     exceeds first_step*(1+|g0|) (first_step*|g0| for a system with ``relative`` steps)
-    is rejected: it was not in the basin of the previous point (continuity check). So is a point whose steps stop contracting (a step
-    above CONTRACTION times the one before, while both exceed NOISE (1+|g|)): Newton
-    then wanders between basins even if it ends on a root.
+    is rejected: it was not in the basin of the previous point (continuity check).
+    For a system with ``relative`` steps (the root of P), so is a point whose steps
+    stop contracting (a step above CONTRACTION times the one before, while both exceed
+    NOISE (1+|g|)): Newton then wanders between roots even if it ends on one.
     With ``residual_tol``, a point whose residual fell below residual_tol*(1+|g|)
     also counts as converged: near a double root (a support edge) the step
     stagnates at about the square root of the working precision.
@@ -124,7 +125,8 @@ def newton_solve(
         if first_step is not None:
             if it == 0:
                 finite &= step <= scale0[active]
-            finite &= (step <= CONTRACTION * last[active]) | (step <= NOISE * size)
+            if system.relative:
+                finite &= (step <= CONTRACTION * last[active]) | (step <= NOISE * size)
         g[active[finite]] = gi[finite]
         last[active] = step
         done = finite & ((step <= tol * size) | (resid <= residual_tol * size))
