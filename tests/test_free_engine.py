@@ -784,6 +784,25 @@ def test_property_root_of_p_equals_the_dyson_system(name, rb, rc, s):
     assert np.max(np.abs(got - want) / np.abs(want)) <= 1e-10
 
 
+def test_polynomial_system_evaluates_p_and_its_derivatives():
+    """F, dF/dm, dF/dw of the root-of-P system against SymPy's P, P_m, P_w (same scale S),
+    and the log-log tangent is exact for the power law m = a/w."""
+    P = sp.expand(product_polynomial())
+    rng = np.random.default_rng(3)
+    m = rng.normal(size=5) + 1j * rng.normal(size=5)
+    w = rng.normal(size=5) + 1j * rng.normal(size=5)
+    system = PolynomialSystem.build(P, M_, W_, product_law()._double)
+    F, J, Fw = system.linearisation(w, m[:, None])
+    terms = [sp.lambdify((M_, W_), t, "numpy") for t in sp.Add.make_args(P)]
+    S = sum(np.abs(t(m, w) * np.ones_like(m)) for t in terms)
+    for got, expr in ((F[:, 0], P), (J[:, 0, 0], sp.diff(P, M_)), (Fw[:, 0], sp.diff(P, W_))):
+        want = sp.lambdify((M_, W_), expr, "numpy")(m, w) / S
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
+    atom = PolynomialSystem.build(M_ * W_ - R(3, 4), M_, W_, product_law()._double)
+    w0, w1 = np.array([0.3 + 0.2j]), np.array([0.01 + 0.05j])
+    assert atom.predict(w0, w1, 0.75 / w0[:, None])[0, 0] == pytest.approx(0.75 / w1[0], rel=1e-13)
+
+
 def test_product_root_of_p_on_a_dense_grid_solves_the_cubic_on_the_physical_branch():
     """The dense-grid check of the product, on the root of P (a fresh law after the elimination)."""
     p, n1, n2 = Dim("p"), Dim("N1"), Dim("N2")
