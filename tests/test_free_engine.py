@@ -495,6 +495,9 @@ def test_product_edges_to_25_digits():
     with mpmath.workdps(40):
         for e, ref in zip(edges, PRODUCT_EDGES):
             assert abs(e.location - mpmath.mpf(ref)) <= mpmath.mpf(10) ** -25 * mpmath.mpf(ref)
+    # printed with the digits they carry, whatever mpmath's global precision
+    for e, ref in zip(edges, PRODUCT_EDGES):
+        assert f"Edge(location={ref[:27]}" in repr(e)
 
 
 def test_product_atom():

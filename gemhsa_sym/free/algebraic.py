@@ -155,10 +155,10 @@ def classify_edges(law: SpectralLaw, elimination: Elimination, dps: int = 30) ->
         if left <= zero < right:
             kind = "lower edge"
             hard = x == 0 and _density(law, delta / 100) > 2 * right
-            edges.append(Edge(r, "lower", hard=hard))
+            edges.append(Edge(r, "lower", hard=hard, digits=dps))
         elif right <= zero < left:
             kind = "upper edge"
-            edges.append(Edge(r, "upper"))
+            edges.append(Edge(r, "upper", digits=dps))
         elif left > zero and right > zero:
             at = _density(law, x) if x != 0 else 0.0
             kind = "cusp" if at < 1e-3 * min(left, right) else "inside"

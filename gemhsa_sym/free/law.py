@@ -62,15 +62,21 @@ class Edge:
 
     ``refined`` is False when the fold refinement failed and the edge comes from
     bisection of the density's sign change in double precision (about 1e-12).
+    ``digits``: the significant digits of ``location``, those its repr prints.
     """
 
     location: mpmath.mpf
     side: str
     hard: bool = False
     refined: bool = True
+    digits: int = 15
 
     def __float__(self) -> float:
         return float(self.location)
+
+    def __repr__(self) -> str:
+        return (f"Edge(location={mpmath.nstr(self.location, self.digits)}, side={self.side!r}, "
+                f"hard={self.hard}, refined={self.refined})")
 
 
 def _to_float(expr: Any, values: Mapping[sp.Symbol, Any]) -> float:
@@ -432,7 +438,7 @@ class SpectralLaw:
         """The fold refinement of an edge, or bisection of the density when it fails."""
         try:
             with mpmath.workdps(dps):
-                return Edge(+self._fold(x_out, g_out, x_in, dps), side)
+                return Edge(+self._fold(x_out, g_out, x_in, dps), side, digits=dps)
         except (BranchError, ZeroDivisionError, np.linalg.LinAlgError):
             lo, hi = x_out, x_in
             for _ in range(60):
@@ -441,7 +447,7 @@ class SpectralLaw:
                     hi = mid
                 else:
                     lo = mid
-            return Edge(mpmath.mpf((lo + hi) / 2), side, refined=False)
+            return Edge(mpmath.mpf((lo + hi) / 2), side, refined=False, digits=12)
 
     # ---- integrals: mass, CDF, quantiles, moments ---------------------------------------
     @functools.cached_property
