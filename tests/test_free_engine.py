@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from scipy import integrate
 
 from gemhsa_sym.free import Dim, Gaussian, ShapeMismatch, W, linearise, spectral_law
-from gemhsa_sym.free.continuation import GRID_MIN, BranchError
+from gemhsa_sym.free.continuation import GRID_MIN, BranchError, _predict
 from gemhsa_sym.free.matrices import dims_of
 from gemhsa_sym.free.polynomial_system import PolynomialSystem
 
@@ -794,7 +794,7 @@ def test_property_root_of_p_equals_the_dyson_system(name, rb, rc, s):
 
 def test_polynomial_system_evaluates_p_and_its_derivatives():
     """F, dF/dm, dF/dw of the root-of-P system against SymPy's P, P_m, P_w (same scale S),
-    and the log-log tangent is exact for the power law m = a/w."""
+    and the descent's log-log tangent is exact for the power law m = a/w."""
     P = sp.expand(product_polynomial())
     rng = np.random.default_rng(3)
     m = rng.normal(size=5) + 1j * rng.normal(size=5)
@@ -808,7 +808,26 @@ def test_polynomial_system_evaluates_p_and_its_derivatives():
         assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
     atom = PolynomialSystem.build(M_ * W_ - R(3, 4), M_, W_, product_law()._double)
     w0, w1 = np.array([0.3 + 0.2j]), np.array([0.01 + 0.05j])
-    assert atom.predict(w0, w1, 0.75 / w0[:, None])[0, 0] == pytest.approx(0.75 / w1[0], rel=1e-13)
+    assert _predict(atom, w0, w1, 0.75 / w0[:, None])[0, 0] == pytest.approx(0.75 / w1[0], rel=1e-13)
+
+
+def test_descent_predictor_is_the_log_log_tangent():
+    """On the Dyson system of Marchenko–Pastur (ratio 1/2) the start of a descent step is
+    m(w0) (w1/w0)^p with p = w m'/m, m' = -P_w/P_m from its closed-form P; ten times closer
+    to m(w1) than m(w0) is when w0 is far out."""
+    c = R(1, 2)
+    law = mp_law(c)
+    out = law._double.output
+    w0, w1 = np.array([3.0 + 2.0j, 50j]), np.array([3.0 + 0.4j, 10j])
+    P = mp_polynomial(c)
+    tangent = sp.lambdify((M_, W_), -sp.diff(P, W_) / sp.diff(P, M_), "numpy")
+    g0, m1 = law._branch(w0), law._branch(w1)[:, out]
+    m0 = g0[:, out]
+    assert np.abs(sp.lambdify((M_, W_), P, "numpy")(m0, w0)) == pytest.approx(0, abs=1e-14)
+    want = m0 * (w1 / w0) ** (w0 * tangent(m0, w0) / m0)
+    got = _predict(law._double, w0, w1, g0)[:, out]
+    assert got == pytest.approx(want, rel=1e-12)
+    assert abs(got[1] - m1[1]) <= 0.1 * abs(m0[1] - m1[1])
 
 
 @settings(PROPERTY, max_examples=3)

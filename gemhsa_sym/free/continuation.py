@@ -6,9 +6,11 @@ a path inside that half plane by Newton steps small enough to stay in the
 basin of the previous point never changes branch. Every target w = x + iy
 is reached from x + i*top (where a fixed-point iteration started from
 M^{-1} at g = 0 converges to the branch) by geometric descent of the
-imaginary part (by 100x instead of 5x once g has become linear in Im w); a
-step whose Newton iteration does not converge quickly, whose first step is too
-large, whose steps stop contracting or that lands on Im m > 0 is split in two.
+imaginary part (by 100x instead of 5x once g has become linear in Im w), each
+step started from the tangent in log-log coordinates (exact for the power laws
+1/w at infinity and a/w at an atom); a step whose Newton iteration does not
+converge quickly, whose first step is too large, whose steps stop contracting
+or that lands on Im m > 0 is split in two.
 Real targets (y = 0) are reached by one last Newton solve at y = 0, tried
 from 1e9 times the floor and, where that fails the continuity check (near
 edges), from the floor; every accepted point is then checked: converged,
@@ -18,15 +20,15 @@ are reached in one path along the ray (:func:`follow_rays`), each step
 started from the power law through the two points before it.
 
 A grid of many real targets is solved by descent on a coarse subgrid only;
-the points between are started from the cubic Hermite interpolant of their
-verified neighbours (values and dg/dx from the implicit function theorem)
-and accepted only where Newton lands within the interpolant's own error
-estimate; the rest (near edges) descend like any other target.
+the points between are started from the cubic Hermite interpolant of the
+verified points around them (values and dg/dx from the implicit function
+theorem) and accepted only where Newton lands within the interpolant's own
+error estimate; the rest (near edges) descend like any other target.
 
 The same drivers follow the root of the minimal polynomial P(m, w)
 (:class:`~.polynomial_system.PolynomialSystem`) once the elimination has
-found it: started from the Dyson solution at x + i*top, each descent step from
-the log-log tangent, with the continuity checks relative to |m|.
+found it: started from the Dyson solution at x + i*top, with the continuity
+checks relative to |m|.
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ FAST_RATIO = 0.01
 FAST_CHANGE = 1e-3
 #: Deepest halving of one descent step before a point is declared failed.
 MAX_SPLITS = 12
+#: Largest first Newton step of a descent step, relative to 1 + |g| (to |m| for the root of P).
+FIRST_STEP = 0.25
+#: The log-log tangent is used for components whose exponent w g'/g is at most this.
+MAX_POWER = 8.0
 #: The last Newton solve onto a target below the floor is tried first from this multiple of it.
 EARLY_FLOOR = 1e9
 #: Real grids with at least this many points are refined from a coarse subgrid ...
@@ -62,10 +68,16 @@ GRID_MIN = 256
 GRID_COARSE = 33
 #: Largest error estimate (relative to 1 + |x g|) of an interpolated start that is tried.
 GRID_TRUST = 3e-3
+#: Rounds of interpolated starts between verified points; each gap shrinks towards the edges
+#: it contains by a few points per round, so the points left then descend (in one batch).
+GRID_ROUNDS = 3
 #: Continuation Newton on the root of P: each step at most this times the one before (1/2
 #: at a double root), unless both are below NOISE (1 + |g|), the rounding level near an edge.
 CONTRACTION = 0.75
 NOISE = 1e-6
+#: Converged points whose last Newton step exceeded POLISH (1 + |g|) take one more step
+#: (quadratic convergence: after a smaller one the error is at the rounding level).
+POLISH = 1e-14
 
 
 class BranchError(RuntimeError):
@@ -133,8 +145,9 @@ def newton_solve(
         ok[active[done]] = True
         active = active[finite & ~done]
         it += 1
-    if be is DOUBLE and np.any(ok):  # one more step at machine precision
-        idx = np.nonzero(ok)[0]
+    # one more step at machine precision, where the last step was not already at that level
+    if be is DOUBLE and np.any(polish := ok & (last > POLISH * (1 + np.max(np.abs(g), axis=-1, initial=0.0)))):
+        idx = np.nonzero(polish)[0]
         gi, _, _ = next(newton_iterates(system, w[idx], g[idx]))
         good = np.all(np.isfinite(gi), axis=-1)
         g[idx[good]] = gi[good]
@@ -169,16 +182,27 @@ def _herglotz(m: np.ndarray) -> np.ndarray:
     return m.imag <= 1e-7 * (1 + np.abs(m))
 
 
+def _predict(system: System, w0: np.ndarray, w1: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """g at w1 from the tangent at w0 in log-log coordinates, componentwise: g (w1/w0)^p with
+    p = w g'/g and g' = -J^{-1} dF/dw (exact for the power laws at infinity, 1/w, and at an
+    atom, a/w); components with |p| > MAX_POWER (g near 0) take the plain tangent g + g' (w1 - w0)."""
+    dg = _tangent(system, w0, g)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        p = w0[:, None] * dg / g
+        power = g * np.exp(p * np.log(w1 / w0)[:, None])
+    line = g + dg * (w1 - w0)[:, None]
+    start = np.where(np.isfinite(power) & (np.abs(p) <= MAX_POWER), power, line)
+    return np.where(np.isfinite(start), start, g)
+
+
 def _descend(system: System, base: np.ndarray, direction: np.ndarray, s_from: np.ndarray, s_to: np.ndarray, g: np.ndarray, tol: float, depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """One step from w = base + direction * s_from to base + direction * s_to, split in two
-    (geometric mean of s) where Newton fails, or its first step exceeds 0.5 (1 + |g|)
-    (for the root of P: started from the log-log tangent, 0.25 |m|), or Im m > 0."""
+    """One step from w = base + direction * s_from to base + direction * s_to, started from the
+    log-log tangent (:func:`_predict`) and split in two (geometric mean of s) where Newton
+    fails, or its first step exceeds FIRST_STEP (1 + |g|) (for the root of P: FIRST_STEP |m|),
+    or Im m > 0."""
     w_to = base + direction * s_to
-    if isinstance(system, PolynomialSystem):
-        start = system.predict(base + direction * s_from, w_to, g)
-        g_new, ok = newton_solve(system, w_to, start, tol, maxit=12, first_step=0.25, residual_tol=1e-14)
-    else:
-        g_new, ok = newton_solve(system, w_to, g, tol, maxit=12, first_step=0.5, residual_tol=1e-14)
+    start = _predict(system, base + direction * s_from, w_to, g)
+    g_new, ok = newton_solve(system, w_to, start, tol, maxit=12, first_step=FIRST_STEP, residual_tol=1e-14)
     ok &= _herglotz(g_new[:, system.output])
     bad = np.nonzero(~ok)[0]
     if bad.size and depth < MAX_SPLITS:
@@ -270,7 +294,7 @@ def _cubic(x0: np.ndarray, u0: np.ndarray, d0: np.ndarray, x1: np.ndarray, u1: n
 
 
 def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, tol: float) -> Branch:
-    """:func:`follow_branch` on a real grid: descent on GRID_COARSE points, then bisection.
+    """:func:`follow_branch` on a real grid: descent on GRID_COARSE points, then interpolation.
 
     A point c between verified neighbours i < c < j starts from the cubic Hermite
     interpolant of u = x g and du/dx = g + x dg/dx (dg/dx = -J^{-1} dF/dw) at i and j;
@@ -278,10 +302,10 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
     e to the tangent line at the nearer end estimates its error (h^2 against h^4 where
     the data are smooth; an edge inside the gap makes it large). The start is tried if
     e <= GRID_TRUST (1 + |u|) and accepted if Newton converges to g with |x g - u| <= e
-    (the root found is the one the interpolant points at) and Im m <= 0. Where a
-    midpoint fails, the gap is approached from both ends by extrapolating the
-    neighbouring intervals' interpolants, with steps halved on failure; points left
-    over (next to edges) descend like any other target.
+    (the root found is the one the interpolant points at) and Im m <= 0. Every point
+    of every gap is tried at once, in GRID_ROUNDS rounds (a gap that shrank is tried
+    again from its new ends, one where no point passed is left); points left over (next
+    to edges, where the estimate grows) descend like any other target, in one batch.
     """
     xs, inverse = np.unique(x, return_inverse=True)
     fl = np.full(xs.size, np.inf)
@@ -299,27 +323,15 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
     br = _follow(system, xs[coarse] + 0j, top, fl[coarse], tol)
     g[coarse] = br.g
     verified(coarse[br.ok], br.g[br.ok])
-    span: dict[int, int] = {}  # gaps (by left end) whose midpoint failed: the step from their ends
-    while True:
+    stuck: set[int] = set()  # gaps (by left end) none of whose points was verified
+    for _ in range(GRID_ROUNDS):
         K = np.flatnonzero(known)
-        gap = K[1:] - K[:-1] >= 2
-        marked = np.isin(K[:-1], np.fromiter(span, dtype=int, count=len(span)))
-        plain = np.flatnonzero(gap & ~marked)
-        rows = [((K[plain] + K[plain + 1]) // 2, K[plain], K[plain + 1])]  # (candidates, data interval ends)
-        for k in np.flatnonzero(gap & marked):
-            i, j = K[k], K[k + 1]
-            s = min(span[i], (j - i) // 2)  # the gap may have shrunk since its midpoint failed
-            if s == 0:
-                continue
-            if k > 0:  # from the left end, extrapolating the interval to its left
-                rows.append(([i + s], [K[k - 1]], [i]))
-            if k + 2 < K.size and j - s > i + s:  # from the right end
-                rows.append(([j - s], [j], [K[k + 2]]))
-            if k == 0 and k + 2 >= K.size:
-                span[i] = 0
-        c, a, b = (np.concatenate(col).astype(int) for col in zip(*rows))
-        if not c.size:
+        gaps = np.flatnonzero((K[1:] - K[:-1] >= 2) & ~np.isin(K[:-1], np.fromiter(stuck, dtype=int, count=len(stuck))))
+        inner = K[gaps + 1] - K[gaps] - 1  # every point inside the gaps
+        if not inner.sum():
             break
+        a, b = np.repeat(K[gaps], inner), np.repeat(K[gaps + 1], inner)
+        c = a + 1 + np.arange(a.size) - np.repeat(np.cumsum(inner) - inner, inner)
         u = xs[:, None] * g
         pred, err = _cubic(xs[a], u[a], du[a], xs[b], u[b], du[b], xs[c])
         tried = np.flatnonzero(err <= GRID_TRUST * (1 + np.max(np.abs(pred), axis=-1)))  # NaN: not tried
@@ -329,11 +341,7 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
         near = np.max(np.abs(xs[c[tried], None] * sol - pred[tried]), axis=-1) <= err[tried]
         good = conv & near & _herglotz(m)
         verified(c[tried[good]], sol[good])
-        failed = np.ones(c.size, dtype=bool)
-        failed[tried[good]] = False
-        where = np.searchsorted(K, c[failed])  # the gaps that contain the failed points
-        for left, right in zip(K[where - 1].tolist(), K[where].tolist()):
-            span[left] = max(span.get(left, (right - left) // 2) // 2, 0)
+        stuck |= set(K[gaps].tolist()) - set(a[tried[good]].tolist())
     rest = np.setdiff1d(np.flatnonzero(~known), coarse)
     ok = known.copy()
     if rest.size:

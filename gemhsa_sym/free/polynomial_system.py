@@ -14,7 +14,7 @@ the Dyson system it was eliminated from (``anchor``): the drivers take the
 physical solution of the anchor at large |w| and follow the root of P from
 there. Unlike the Dyson system, whose physical solution is the attracting fixed point
 of its map, P gives Newton no preference among its roots: steps start from the
-log-log tangent (:meth:`PolynomialSystem.predict`) and are checked relative to |m|.
+log-log tangent (:func:`~.continuation._predict`) and are checked relative to |m|.
 """
 
 from __future__ import annotations
@@ -86,15 +86,6 @@ class PolynomialSystem:
         with np.errstate(divide="ignore", invalid="ignore"):
             out = 10 * np.finfo(float).eps / np.abs(J[:, 0, 0] * g[:, 0])
         return np.where(np.isfinite(out), out, np.inf)
-
-    def predict(self, w0: np.ndarray, w1: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """m(w1) ~ m(w0) (w1/w0)^p with p = w m'/m at w0 (m' = -P_w/P_m): the tangent in
-        log-log coordinates, exact for the power laws of m at infinity (1/w) and at an atom (a/w)."""
-        F, J, Fw = self.linearisation(w0, g)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            p = -w0[:, None] * Fw / (J[:, :, 0] * g)
-            start = g * np.exp(p * np.log(w1 / w0)[:, None])
-        return np.where(np.isfinite(start), start, g)
 
     def residual_jacobian(self, w: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """F and dF/dm (:meth:`linearisation` without dF/dw)."""
