@@ -60,6 +60,8 @@ MAX_SPLITS = 12
 FIRST_STEP = 0.25
 #: The log-log tangent is used for components whose exponent w g'/g is at most this.
 MAX_POWER = 8.0
+#: Largest first Newton step (relative to 1 + |g|) from one far start to another.
+FAR_STEP = 1e-3
 #: The last Newton solve onto a target below the floor is tried first from this multiple of it.
 EARLY_FLOOR = 1e9
 #: Real grids with at least this many points are refined from a coarse subgrid ...
@@ -177,6 +179,23 @@ def _fixed_point_start(system: System, w: np.ndarray, tol: float) -> np.ndarray:
     return g
 
 
+def _far_start(system: System, w: np.ndarray, tol: float, anchor: tuple[complex, np.ndarray] | None = None) -> np.ndarray:
+    """The physical solutions at targets far out (|w| >= top), continued from ``anchor`` (w0, g0),
+    a solution far out near them (default: the fixed-point start at the target nearest their
+    mean), by one Newton solve from its log-log tangent (m changes by about |dw| / |w|^2;
+    first step at most FAR_STEP (1 + |g|)); targets where that fails take a fixed-point
+    start of their own."""
+    if anchor is None:
+        k = int(np.argmin(np.abs(w - w.mean())))
+        anchor = (complex(w[k]), _fixed_point_start(system, w[[k]], tol)[0])
+    w0, g0 = anchor
+    start = _predict(system, np.full(len(w), w0), w, np.repeat(g0[None, :], len(w), axis=0))
+    g, ok = newton_solve(system, w, start, tol, first_step=FAR_STEP)
+    if not np.all(ok):
+        g[~ok] = _fixed_point_start(system, w[~ok], tol)
+    return g
+
+
 def _herglotz(m: np.ndarray) -> np.ndarray:
     """Im m(w) <= 0 wherever Im w >= 0 (to rounding)."""
     return m.imag <= 1e-7 * (1 + np.abs(m))
@@ -236,8 +255,8 @@ def follow_branch(system: System, w: np.ndarray, top: float, floor: float | np.n
         return _follow(system, w, top, floor, tol)
 
 
-def _follow(system: System, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float) -> Branch:
-    """The body of :func:`follow_branch` on validated targets.
+def _follow(system: System, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float, anchor: tuple[complex, np.ndarray] | None = None) -> Branch:
+    """The body of :func:`follow_branch` on validated targets (``anchor``: see :func:`_far_start`).
 
     The last Newton solve down to Im w is tried first from EARLY_FLOOR times the floor;
     the points where it fails the continuity check (near edges) descend to the floor
@@ -245,7 +264,7 @@ def _follow(system: System, w: np.ndarray, top: float, floor: float | np.ndarray
     """
     re, im = w.real.copy(), w.imag.copy()
     y = np.maximum(top, im)
-    g = _fixed_point_start(system, re + 1j * y, tol)
+    g = _far_start(system, re + 1j * y, tol, anchor)
     ok = np.ones(len(w), dtype=bool)
     pending = np.ones(len(w), dtype=bool)
     ratio = np.full(len(w), DESCENT_RATIO)
@@ -320,7 +339,9 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
         du[idx] = sol + xs[idx, None] * _tangent(system, xs[idx] + 0j, sol)
 
     coarse = np.unique(np.round(np.linspace(0, n - 1, min(n, GRID_COARSE))).astype(int))
-    br = _follow(system, xs[coarse] + 0j, top, fl[coarse], tol)
+    middle = (xs[0] + xs[-1]) / 2 + 1j * top
+    anchor = (middle, _fixed_point_start(system, np.array([middle]), tol)[0])  # far above the grid
+    br = _follow(system, xs[coarse] + 0j, top, fl[coarse], tol, anchor)
     g[coarse] = br.g
     verified(coarse[br.ok], br.g[br.ok])
     stuck: set[int] = set()  # gaps (by left end) none of whose points was verified
@@ -345,7 +366,7 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
     rest = np.setdiff1d(np.flatnonzero(~known), coarse)
     ok = known.copy()
     if rest.size:
-        br = _follow(system, xs[rest] + 0j, top, fl[rest], tol)
+        br = _follow(system, xs[rest] + 0j, top, fl[rest], tol, anchor)
         g[rest], ok[rest] = br.g, br.ok
     return Branch(w=x + 0j, g=g[inverse], ok=ok[inverse], output=system.output)
 
