@@ -689,6 +689,9 @@ def test_cdf_and_quantile(name):
     assert law.cdf(xq) == pytest.approx(q, abs=1e-8)
     inner = x[(F > atom + 1e-3) & (F < 1 - 1e-3)][::20]
     assert law.quantile(law.cdf(inner)) == pytest.approx(inner, rel=1e-7)
+    # levels up to the atom's mass fall on the atom at 0 exactly
+    levels = np.array([0.0, atom / 2, float(atom)]) if atom else np.array([0.0])
+    assert np.all(law.quantile(levels) == 0) and law.quantile(0.0) == 0
 
 
 # ---------------------------------------------------------------------------------------

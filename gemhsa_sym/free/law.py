@@ -507,6 +507,7 @@ class SpectralLaw:
             mid = (lo + hi) / 2
             below = self.cdf(mid) < qa
             lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        hi = np.where(self.cdf(np.zeros_like(qa)) >= qa, 0.0, hi)  # levels within the atom at 0
         return hi if hi.ndim else float(hi)
 
     def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:
