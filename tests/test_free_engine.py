@@ -30,6 +30,7 @@ from gemhsa_sym.free import Dim, Gaussian, ShapeMismatch, W, linearise, spectral
 from gemhsa_sym.free.continuation import GRID_MIN, BranchError, _predict
 from gemhsa_sym.free.matrices import dims_of
 from gemhsa_sym.free.polynomial_system import PolynomialSystem
+from gemhsa_sym.free.law import _power_law_limit
 
 R = sp.Rational
 M_, W_ = sp.symbols("m w")  # P(m, w): m = Stieltjes transform, w = spectral variable
@@ -874,3 +875,16 @@ def test_atom_of_a_rank_deficient_product():
     assert law.algebraic().polynomial is not None
     (atom,) = law.atoms()
     assert atom.exact == R(3, 4) and abs(atom.mass - 0.75) <= 1e-10
+
+
+def test_atom_extrapolation_over_decades():
+    """a(y) = A + C r^k over decades k: Aitken's limit, with the change between triples as error."""
+    k = np.arange(9, dtype=float)
+    mass, err = _power_law_limit(0.3 + 2 * 0.4**k)
+    assert mass == pytest.approx(0.3, abs=1e-12) and err <= 1e-12
+    mass, err = _power_law_limit(2 * 0.398**k + 1e-3 * 0.1**k)
+    assert abs(mass) <= 1e-6 and err <= 1e-6
+    with pytest.raises(BranchError, match="decades"):
+        _power_law_limit(0.3 + 2 * 0.4 ** k[:4])
+    with pytest.raises(BranchError, match="settled"):
+        _power_law_limit(np.array([1.0, 0.5, 0.6, 0.2, 0.3, 0.1]))

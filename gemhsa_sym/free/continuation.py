@@ -218,7 +218,8 @@ def _descend(system: System, base: np.ndarray, direction: np.ndarray, s_from: np
     """One step from w = base + direction * s_from to base + direction * s_to, started from the
     log-log tangent (:func:`_predict`) and split in two (geometric mean of s) where Newton
     fails, or its first step exceeds FIRST_STEP (1 + |g|) (for the root of P: FIRST_STEP |m|),
-    or Im m > 0."""
+    or Im m > 0; the second half is not tried where the first failed (a point that cannot be
+    followed costs 2 MAX_SPLITS solves, not 2^MAX_SPLITS)."""
     w_to = base + direction * s_to
     start = _predict(system, base + direction * s_from, w_to, g)
     g_new, ok = newton_solve(system, w_to, start, tol, maxit=12, first_step=FIRST_STEP, residual_tol=1e-14)
@@ -227,9 +228,10 @@ def _descend(system: System, base: np.ndarray, direction: np.ndarray, s_from: np
     if bad.size and depth < MAX_SPLITS:
         mid = np.sqrt(s_from[bad] * s_to[bad])
         g_mid, ok_mid = _descend(system, base[bad], direction[bad], s_from[bad], mid, g[bad], tol, depth + 1)
-        g_end, ok_end = _descend(system, base[bad], direction[bad], mid, s_to[bad], g_mid, tol, depth + 1)
-        g_new[bad] = g_end
-        ok[bad] = ok_mid & ok_end
+        g_new[bad], ok[bad] = g_mid, False
+        on = bad[ok_mid]  # the second half only where the first one held
+        if on.size:
+            g_new[on], ok[on] = _descend(system, base[on], direction[on], mid[ok_mid], s_to[on], g_mid[ok_mid], tol, depth + 1)
     return g_new, ok
 
 

@@ -39,11 +39,15 @@ __all__ = ["Atom", "Edge", "SpectralLaw", "spectral_law"]
 SCAN_POINTS = 1500
 #: Density below this over the norm-bound scale counts as outside the support on the scan.
 SUPPORT_THRESHOLD = 1e-8
+#: Below this times the scale, the support scan tolerates points that fail verification.
+NEAR_ZERO = 1e-8
 #: Largest relative rounding error of m from the root of P(m, w) in double precision;
 #: points above it are solved with the Dyson system instead.
 ROOT_ROUNDING = 1e-12
 #: Atoms lighter than this are not resolved (the estimate near a hard edge is not more accurate).
 ATOM_THRESHOLD = 1e-6
+#: Fewest decades down the imaginary axis for the atom's extrapolation.
+ATOM_DECADES = 6
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,28 @@ class Edge:
     def __repr__(self) -> str:
         return (f"Edge(location={mpmath.nstr(self.location, self.digits)}, side={self.side!r}, "
                 f"hard={self.hard}, refined={self.refined})")
+
+
+def _power_law_limit(a: np.ndarray) -> tuple[float, float]:
+    """The limit of a_k = A + C r^k (0 < r < 1: a(y) at y decreasing by decades, near a hard edge)
+    by Aitken's delta-squared on the last three decades, and its change from the triple before
+    as the error; BranchError when fewer than ATOM_DECADES decades or no geometric decay."""
+    if len(a) < ATOM_DECADES:
+        raise BranchError(f"atom at zero: the continuation down the imaginary axis failed after {len(a)} decades")
+    d = np.diff(a[-4:])
+    r = d[1:] / d[:-1]
+    if not np.all((r > 0) & (r < 0.95)):
+        raise BranchError("atom at zero: the continuation down the imaginary axis failed early, before a(y) settled")
+    limits = a[-2:] - d[1:] ** 2 / (d[1:] - d[:-1])
+    return float(limits[-1]), float(abs(limits[-1] - limits[-2]))
+
+
+class RaysFailed(BranchError):
+    """Rays towards 0 failed verification below ``radius``."""
+
+    def __init__(self, radius: float) -> None:
+        super().__init__(f"rays towards 0 failed verification below |w| = {radius:.3e}")
+        self.radius = float(radius)
 
 
 def _to_float(expr: Any, values: Mapping[sp.Symbol, Any]) -> float:
@@ -196,8 +222,17 @@ class SpectralLaw:
     def _branch(self, w: np.ndarray, system: NumericSystem | PolynomialSystem | None = None) -> np.ndarray:
         """Solutions g (P, m) of ``system`` (default: the Dyson system) at w (upper half plane by
         conjugation), verified or BranchError."""
-        system = self._double if system is None else system
         w = np.atleast_1d(np.asarray(w, dtype=complex))
+        g, ok = self._followed(w, system)
+        if not np.all(ok):
+            bad = w[~ok]
+            hint = " (w = 0 is a pole of m when the law has an atom at 0; see atoms())" if np.any(bad == 0) else ""
+            raise BranchError(f"the physical branch failed verification at {bad.size} point(s), e.g. w = {bad[:3]}{hint}")
+        return g
+
+    def _followed(self, w: np.ndarray, system: NumericSystem | PolynomialSystem | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_branch` without the error: solutions g and ``ok`` where they passed verification."""
+        system = self._double if system is None else system
         lower = w.imag < 0
         target = np.where(lower, w.conj(), w)
         floor = self._floor * np.minimum(1.0, (np.abs(target.real) / self.scale) ** 2 + 1e-12)
@@ -207,11 +242,17 @@ class SpectralLaw:
             if np.any(redo):
                 again = follow_branch(self._double, target[redo], top=self._top, floor=floor[redo])
                 br.g[redo], br.ok[redo] = again.g[:, [again.output]], again.ok
-        if not np.all(br.ok):
-            bad = target[~br.ok]
-            hint = " (w = 0 is a pole of m when the law has an atom at 0; see atoms())" if np.any(bad == 0) else ""
-            raise BranchError(f"the physical branch failed verification at {bad.size} point(s), e.g. w = {bad[:3]}{hint}")
-        return np.where(lower[:, None], br.g.conj(), br.g)
+        return np.where(lower[:, None], br.g.conj(), br.g), br.ok
+
+    def _density_near_zero(self, x: np.ndarray) -> tuple[float, float]:
+        """(x, density) at the smallest of the points x (increasing, near 0) whose solution
+        passes verification: next to a hard edge m grows like x^(-1/2) or faster, and
+        double precision can lose the branch below about 1e-12 times the scale."""
+        g, ok = self._followed(x.astype(complex))
+        if not np.any(ok):
+            raise BranchError(f"the physical branch failed verification at every point of {x[0]:.3g} .. {x[-1]:.3g}")
+        k = int(np.argmax(ok))
+        return float(x[k]), float(-g[k, self._double.output].imag / np.pi)
 
     def _refine(self, w: complex | mpmath.mpc, g0: np.ndarray, dps: int) -> np.ndarray:
         """mpmath Newton at w from a double solution g0 on the branch; verified continuity."""
@@ -271,7 +312,9 @@ class SpectralLaw:
         The continuous part contributes O(y) without mass near 0 and a power of y near
         a hard edge, while rounding grows as the system becomes ill-conditioned: of the
         estimates below 1e-13 * scale, the one that changed least over its decade is
-        kept, and that change is the error reported.
+        kept, and that change is the error reported. Where double precision loses the
+        branch before that (a strongly divergent hard edge), the limit of a(y) = atom + C y^alpha
+        is extrapolated over the last decades (:func:`_power_law_limit`).
         """
         ys = np.concatenate([[self._top], self.scale * 10.0 ** -np.arange(2, 61)])
         a = []
@@ -284,10 +327,13 @@ class SpectralLaw:
             if k > 14 and abs(a[-1] - a[-2]) < 1e-15:
                 break
         if len(a) < 14:
-            raise BranchError("atom at zero: the continuation down the imaginary axis failed early")
-        change = np.abs(np.diff(a))[12:]  # change into decade k + 13, k >= 0
-        best = 13 + int(np.argmin(change))
-        mass, err = a[best], float(change[best - 13])
+            mass, err = _power_law_limit(np.array(a))
+            if mass < ATOM_THRESHOLD + 10 * err:
+                return None
+        else:
+            change = np.abs(np.diff(a))[12:]  # change into decade k + 13, k >= 0
+            best = 13 + int(np.argmin(change))
+            mass, err = a[best], float(change[best - 13])
         frac = Fraction(mass).limit_denominator(10_000)
         exact = sp.Rational(frac.numerator, frac.denominator) if abs(float(frac) - mass) <= max(10 * err, 1e-12) else None
         if exact == 0:  # the estimate is still decaying: no atom within its accuracy
@@ -309,8 +355,10 @@ class SpectralLaw:
     def _top_of_support(self) -> float:
         """A point just above the support, from a logarithmic pass up to the norm bound."""
         coarse = self.scale * np.logspace(-14, 0.01, 300)
-        rho = -self._branch(coarse.astype(complex))[:, self._double.output].imag
-        inside = np.nonzero(rho > SUPPORT_THRESHOLD / self.scale)[0]
+        g, ok = self._followed(coarse.astype(complex))
+        if not np.all(ok[coarse > NEAR_ZERO * self.scale]):  # below, a hard edge can defeat double precision
+            raise BranchError(f"the physical branch failed verification at {np.sum(~ok)} point(s) of the support scan, e.g. x = {coarse[~ok][-3:]}")
+        inside = np.nonzero(ok & (-g[:, self._double.output].imag > SUPPORT_THRESHOLD / self.scale))[0]
         return float(coarse[min(inside[-1] + 1, len(coarse) - 1)]) if inside.size else self.scale
 
     @functools.cached_property
@@ -339,7 +387,7 @@ class SpectralLaw:
                 start = None
         if start is not None:
             raise BranchError("the density does not vanish at the norm bound: the scan range is wrong")
-        hard = bool(runs and runs[0][0] == 0 and self.density(np.array([x[0] * 1e-6]))[0] > SUPPORT_THRESHOLD / self.scale)
+        hard = bool(runs and runs[0][0] == 0 and self._density_near_zero(x[0] * np.logspace(-6, -2, 5))[1] > SUPPORT_THRESHOLD / self.scale)
         return [(a, b, hard and k == 0) for k, (a, b) in enumerate(runs)]
 
     def support(self) -> list[tuple[float, float]]:
@@ -454,7 +502,8 @@ class SpectralLaw:
     def _pieces(self) -> list[Core | Band]:
         """The continuous part piece by piece (:mod:`.integrals`): one band per support
         interval; an interval with a hard edge starts with a core [0, 1e-5 b] whose mass
-        comes from contour integrals (down to 1e-14 of the norm-bound scale)."""
+        comes from contour integrals (down to 1e-14 of the norm-bound scale, or to ten times
+        the radius where double precision loses the branch, if that is above)."""
         pieces: list[Core | Band] = []
         edges = self.edges(dps=16)
         for lo, hi in zip(edges[::2], edges[1::2]):
@@ -462,7 +511,13 @@ class SpectralLaw:
             if lo.hard:
                 x0 = 1e-5 * b
                 atom = sum(t.mass for t in self.atoms() if t.location == 0)
-                pieces.append(core(self._on_arcs, min(1e-14 * self.scale, 1e-6 * x0), x0, atom))
+                try:
+                    piece = core(self._on_arcs, min(1e-14 * self.scale, 1e-6 * x0), x0, atom)
+                except RaysFailed as failed:  # double precision loses the branch that deep
+                    if 10 * failed.radius > 1e-3 * x0:
+                        raise
+                    piece = core(self._on_arcs, 10 * failed.radius, x0, atom)
+                pieces.append(piece)
                 pieces.append(band(self.density, x0, b, p=3))
             else:
                 pieces.append(band(self.density, a, b))
@@ -479,7 +534,7 @@ class SpectralLaw:
             out[order[k]] = g[:, self._double.output]
             reached += 1
         if reached < len(radii):
-            raise BranchError(f"rays towards 0 failed verification below |w| = {radii[order[reached - 1]]:.3e}")
+            raise RaysFailed(radii[order[max(reached - 1, 0)]])
         return out
 
     def mass(self) -> float:
