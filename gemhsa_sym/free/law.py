@@ -244,15 +244,14 @@ class SpectralLaw:
                 br.g[redo], br.ok[redo] = again.g[:, [again.output]], again.ok
         return np.where(lower[:, None], br.g.conj(), br.g), br.ok
 
-    def _density_near_zero(self, x: np.ndarray) -> tuple[float, float]:
-        """(x, density) at the smallest of the points x (increasing, near 0) whose solution
+    def _density_near_zero(self, x: np.ndarray) -> float:
+        """The density at the smallest of the points x (increasing, near 0) whose solution
         passes verification: next to a hard edge m grows like x^(-1/2) or faster, and
         double precision can lose the branch below about 1e-12 times the scale."""
         g, ok = self._followed(x.astype(complex))
         if not np.any(ok):
             raise BranchError(f"the physical branch failed verification at every point of {x[0]:.3g} .. {x[-1]:.3g}")
-        k = int(np.argmax(ok))
-        return float(x[k]), float(-g[k, self._double.output].imag / np.pi)
+        return float(-g[int(np.argmax(ok)), self._double.output].imag / np.pi)
 
     def _refine(self, w: complex | mpmath.mpc, g0: np.ndarray, dps: int) -> np.ndarray:
         """mpmath Newton at w from a double solution g0 on the branch; verified continuity."""
@@ -387,7 +386,7 @@ class SpectralLaw:
                 start = None
         if start is not None:
             raise BranchError("the density does not vanish at the norm bound: the scan range is wrong")
-        hard = bool(runs and runs[0][0] == 0 and self._density_near_zero(x[0] * np.logspace(-6, -2, 5))[1] > SUPPORT_THRESHOLD / self.scale)
+        hard = bool(runs and runs[0][0] == 0 and self._density_near_zero(x[0] * np.logspace(-6, -2, 5)) > SUPPORT_THRESHOLD / self.scale)
         return [(a, b, hard and k == 0) for k, (a, b) in enumerate(runs)]
 
     def support(self) -> list[tuple[float, float]]:
