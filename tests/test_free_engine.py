@@ -28,9 +28,9 @@ from scipy import integrate
 
 from gemhsa_sym.free import Dim, Gaussian, ShapeMismatch, W, linearise, spectral_law
 from gemhsa_sym.free.continuation import GRID_MIN, BranchError, _predict
+from gemhsa_sym.free.law import _power_law_limit
 from gemhsa_sym.free.matrices import dims_of
 from gemhsa_sym.free.polynomial_system import PolynomialSystem
-from gemhsa_sym.free.law import _power_law_limit
 
 R = sp.Rational
 M_, W_ = sp.symbols("m w")  # P(m, w): m = Stieltjes transform, w = spectral variable

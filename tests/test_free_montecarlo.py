@@ -166,8 +166,8 @@ def test_law_against_monte_carlo(name, source):
 def test_square_plus_quadratic_term():
     """Y = X + X^T X, X n x n: the density diverges at 0 like x^(-0.6), so fast that double
     precision loses the branch below about 1e-12 of the scale; the support scan, the contour
-    masses and the atom use the decades it reaches. Mean of Y^T Y: 1 + 2 (second moment of
-    MP(1)); the law against bare numpy draws at N = 1000 (4000 eigenvalues)."""
+    masses and the atom use the decades it reaches. Mean of Y^T Y: 1 + 2 = 1 + the second
+    moment of MP(1); the law against bare numpy draws at N = 1000 (4000 eigenvalues)."""
     Xs = Gaussian("X", n, n)
     law = spectral_law(Xs + Xs.T @ Xs, {n: 1})
     assert law.moments(1) == [3]
