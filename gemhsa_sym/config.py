@@ -11,11 +11,9 @@ with the offending field and says why.
 from __future__ import annotations
 
 import json
-import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ import sympy as sp
 import tomli_w
 
 from gemhsa_sym.hermite import NORMALISATIONS
+from gemhsa_sym.parse import to_number
 from gemhsa_sym.scores import get_score
 
 __all__ = [
@@ -39,36 +38,20 @@ KV_MODES: tuple[str, ...] = ("independent", "tied", "correlated")
 OUTPUT_MODES: tuple[str, ...] = ("independent", "keys")
 SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"}
 
+#: Largest integer accepted for a count (heads, groups, sizes, head indices).
+MAX_INTEGER = 10**12
+
 #: A partition of the heads 0..H-1: sorted groups, sorted by their first head.
 Partition = tuple[tuple[int, ...], ...]
 
 
 def _number(field: str, value: Any) -> sp.Expr:
-    """An exact real finite SymPy number from int, float, Fraction, str or SymPy input."""
-    if isinstance(value, bool):
-        raise ValueError(f"{field}: expected a number, got {value!r}")
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"{field}: must be finite, got {value!r}")
-        return sp.Rational(repr(value))
-    if isinstance(value, Fraction):
-        return sp.Rational(value.numerator, value.denominator)
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            return sp.Rational(text)
-        except (TypeError, ValueError):
-            pass
-        if text.lower().lstrip("+-") in {"nan", "inf", "infinity"}:
-            raise ValueError(f"{field}: must be finite, got {value!r}")
-    try:
-        number = sp.sympify(value, rational=True)
-    except (sp.SympifyError, TypeError, SyntaxError):
-        raise ValueError(f"{field}: expected a number, got {value!r}") from None
-    if not isinstance(number, sp.Expr) or not number.is_number:
-        raise ValueError(f"{field}: expected a number, got {value!r}")
-    if number.is_finite is not True:
+    """An exact real finite SymPy number from int, float, Fraction, SymPy or text (the grammar of :mod:`.parse`)."""
+    number = to_number(value, field)
+    if number.has(sp.nan) or number.is_finite is not True:
         raise ValueError(f"{field}: must be finite, got {value!r}")
+    if not number.is_number:
+        raise ValueError(f"{field}: expected a number, got {value!r}")
     if number.is_real is not True:
         raise ValueError(f"{field}: must be real, got {value!r}")
     return number
@@ -82,6 +65,8 @@ def _integer(field: str, value: Any) -> int:
         number = None
     if number is None or not number.is_integer:
         raise ValueError(f"{field}: expected an integer, got {value!r}")
+    if abs(number) > MAX_INTEGER:
+        raise ValueError(f"{field}: {number} is out of range (at most {MAX_INTEGER} in absolute value)")
     return int(number)
 
 
@@ -112,10 +97,12 @@ def _partition(field: str, spec: Any, heads: int) -> Partition:
             raise ValueError(f"{field}: {count} groups do not divide {heads} heads equally")
         size = heads // count
         return tuple(tuple(range(g * size, (g + 1) * size)) for g in range(count))
-    try:
-        groups = [[_integer(field, h) for h in group] for group in spec]
-    except TypeError:
-        raise ValueError(f"{field}: expected a list of head groups, got {spec!r}") from None
+    if not isinstance(spec, (list, tuple)):
+        raise ValueError(f"{field}: expected a list of head groups, got {spec!r}")
+    for group in spec:
+        if not isinstance(group, (list, tuple)):
+            raise ValueError(f"{field}: each head group must be a list of head indices, got {group!r}")
+    groups = [[_integer(field, h) for h in group] for group in spec]
     seen = [h for group in groups for h in group]
     if any(not group for group in groups):
         raise ValueError(f"{field}: empty head group in {spec!r}")

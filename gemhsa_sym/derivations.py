@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,8 +37,10 @@ from .config import Config
 from .derive import derive
 from .files import write_atomic
 from .free.latex import document
+from .free.grammar import parse_polynomial
 from .free.law import SpectralLaw, spectral_law
 from .free.matrices import Dim, Gaussian
+from .parse import to_number
 
 __all__ = ["DPS", "Difference", "check", "load", "polynomial_law", "records", "write"]
 
@@ -64,21 +66,53 @@ class Difference:
         return f"{self.name}: {self.where}: committed {self.committed!r}, regenerated {self.regenerated!r}"
 
 
-def polynomial_law(data: dict[str, Any]) -> SpectralLaw:
-    """The law of a polynomial model described in TOML (module docstring)."""
-    try:
-        dims = {name: Dim(name) for name in data["dimensions"]}
-        ratios = {dims[name]: sp.Rational(str(v)) for name, v in data["dimensions"].items()}
-        gaussians = {
-            name: Gaussian(name, dims[g["rows"]], dims[g["cols"]], sp.Rational(str(g.get("scale", 1))))
-            for name, g in data["gaussians"].items()
-        }
-        Y = eval(data["polynomial"], {"__builtins__": {}}, {**gaussians, "Rational": sp.Rational})  # noqa: S307
-    except KeyError as exc:
-        raise ValueError(f"polynomial model: missing field {exc}") from None
-    except (SyntaxError, NameError, TypeError) as exc:
-        raise ValueError(f"polynomial: cannot read {data.get('polynomial')!r}: {exc}") from None
-    return spectral_law(Y, ratios)
+#: Fields of a polynomial model file, and of each of its Gaussians.
+MODEL_FIELDS = ("polynomial", "dimensions", "gaussians")
+GAUSSIAN_FIELDS = ("rows", "cols", "scale")
+
+
+def _positive(field: str, value: Any) -> sp.Expr:
+    """A finite positive exact number (a ratio or a scale), read by the grammar of :mod:`.parse`."""
+    number = to_number(value, field)
+    if number.is_finite is not True or number.is_positive is not True:
+        raise ValueError(f"{field}: must be a finite positive number, got {value!r}")
+    return number
+
+
+def polynomial_law(data: Mapping[str, Any]) -> SpectralLaw:
+    """The law of a polynomial model described in TOML (module docstring); ValueError naming the field."""
+    unknown = sorted(set(data) - set(MODEL_FIELDS))
+    if unknown:
+        raise ValueError(f"{unknown[0]}: unknown field of a polynomial model; known: {', '.join(MODEL_FIELDS)}")
+    missing = [key for key in MODEL_FIELDS if key not in data]
+    if missing:
+        raise ValueError(f"{missing[0]}: missing field of a polynomial model")
+    if not isinstance(data["dimensions"], Mapping) or not data["dimensions"]:
+        raise ValueError("dimensions: expected a table of dimension names and ratios")
+    if not isinstance(data["gaussians"], Mapping) or not data["gaussians"]:
+        raise ValueError("gaussians: expected a table of Gaussian matrices")
+    dims, ratios = {}, {}
+    for name, value in data["dimensions"].items():
+        if not name.isidentifier():
+            raise ValueError(f"dimensions.{name}: a dimension name must be an identifier")
+        dims[name] = Dim(name)
+        ratios[dims[name]] = _positive(f"dimensions.{name}", value)
+    gaussians = {}
+    for name, spec in data["gaussians"].items():
+        where = f"gaussians.{name}"
+        if not name.isidentifier() or name in ("T", "pi", "E"):
+            raise ValueError(f"{where}: a matrix name must be an identifier other than T, pi, E")
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"{where}: expected a table with rows, cols and an optional scale")
+        extra = sorted(set(spec) - set(GAUSSIAN_FIELDS))
+        if extra:
+            raise ValueError(f"{where}.{extra[0]}: unknown field; known: {', '.join(GAUSSIAN_FIELDS)}")
+        for side in ("rows", "cols"):
+            if spec.get(side) not in dims:
+                raise ValueError(f"{where}.{side}: expected one of the dimensions {', '.join(dims)}, got {spec.get(side)!r}")
+        scale = _positive(f"{where}.scale", spec.get("scale", 1))
+        gaussians[name] = Gaussian(name, dims[spec["rows"]], dims[spec["cols"]], scale)
+    return spectral_law(parse_polynomial(data["polynomial"], gaussians), ratios)
 
 
 def load(path: Path) -> SpectralLaw:

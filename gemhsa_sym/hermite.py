@@ -31,6 +31,7 @@ from typing import Any
 import mpmath
 import sympy as sp
 
+from gemhsa_sym.parse import to_number
 from gemhsa_sym.scores import get_score
 
 __all__ = ["HermiteData", "NORMALISATIONS", "hermite_data"]
@@ -138,11 +139,12 @@ def _as_beta(beta: Any) -> sp.Expr:
         value: sp.Expr = sp.Rational(text) if len(digits) <= _SHORT_DECIMAL_DIGITS else sp.Float(beta)
     elif isinstance(beta, Fraction):
         value = sp.Rational(beta.numerator, beta.denominator)
-    elif isinstance(beta, (str, int, Real, sp.Basic)):
-        try:
-            value = sp.sympify(beta, rational=isinstance(beta, str))
-        except (sp.SympifyError, SyntaxError, TypeError) as exc:
-            raise ValueError(f"beta: cannot read {beta!r} as a number or expression") from exc
+    elif isinstance(beta, sp.Basic) and not isinstance(beta, sp.Expr):
+        raise ValueError(f"beta: need a number or SymPy expression, got {beta!r}")
+    elif isinstance(beta, (str, int, sp.Expr)):
+        value = to_number(beta, "beta")
+    elif isinstance(beta, Real):
+        value = to_number(float(beta), "beta")
     else:
         raise ValueError(f"beta: need a number or SymPy expression, got {type(beta).__name__}")
     if not isinstance(value, sp.Expr) or value.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or value.is_finite is False:

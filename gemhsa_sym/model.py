@@ -27,6 +27,7 @@ from .config import Config
 from .free.exchangeable import ExchangeableSum
 from .free.matrices import Dim, Gaussian
 from .hermite import HermiteData, hermite_data
+from .parse import to_number
 
 __all__ = ["MU1", "SIGMA", "GaussianEquivalent", "gaussian_equivalent"]
 
@@ -62,7 +63,7 @@ def _level(partition: tuple[tuple[int, ...], ...]) -> tuple[str, int]:
 def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) -> GaussianEquivalent:
     """The polynomial of the module docstring for ``config`` (``heads`` may be a SymPy symbol)."""
     coeff = hermite_data(config.score, config.beta, config.normalisation)
-    H = sp.sympify(config.heads if heads is None else heads)
+    H = sp.Integer(config.heads) if heads is None else heads if isinstance(heads, sp.Expr) else to_number(heads, "heads")
     r = config.ratios()
     n, d, d_k = Dim("n"), Dim("d"), Dim("d_k")
     d_v = d_k if config.kv != "independent" or config.output == "keys" else Dim("d_v")

@@ -126,7 +126,7 @@ def test_bad_token_count() -> None:
 
 
 def test_non_numeric_dimension() -> None:
-    with pytest.raises(ValueError, match="^d: expected a number"):
+    with pytest.raises(ValueError, match="^d: cannot read 'wide' as a number: unknown name"):
         Config(d="wide")
     with pytest.raises(ValueError, match="^d: .*rational"):
         Config(d="sqrt(2)")
@@ -208,7 +208,7 @@ def test_beta_forms() -> None:
     assert Config(beta=-1).beta == -1
 
 
-@pytest.mark.parametrize("beta", [float("nan"), float("inf"), "nan", "-inf", "oo", "zoo"])
+@pytest.mark.parametrize("beta", [float("nan"), float("inf"), "nan", "-inf", "oo", "log(0)"])
 def test_beta_must_be_finite(beta: object) -> None:
     with pytest.raises(ValueError, match="^beta: must be finite"):
         Config(beta=beta)
@@ -216,8 +216,8 @@ def test_beta_must_be_finite(beta: object) -> None:
 
 def test_beta_must_be_a_real_number() -> None:
     with pytest.raises(ValueError, match="^beta: must be real"):
-        Config(beta="1 + I")
-    with pytest.raises(ValueError, match="^beta: expected a number"):
+        Config(beta="1 + sqrt(-1)")
+    with pytest.raises(ValueError, match="^beta: cannot read 'hot' as a number: unknown name"):
         Config(beta="hot")
 
 

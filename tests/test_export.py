@@ -105,7 +105,7 @@ def test_polynomial_models_read_from_toml(tmp_path: Path) -> None:
                           "gaussians": {"X": {"rows": "n", "cols": "d"}, "W": {"rows": "d", "cols": "m"}}})
     assert law.moments(2) == [sp.Rational(1, 2), sp.Rational(13, 16)]  # REFERENCE case ii
     with pytest.raises(ValueError, match="polynomial"):
-        polynomial_law({"polynomial": "X *", "dimensions": {"n": "1"}, "gaussians": {}})
+        polynomial_law({"polynomial": "X *", "dimensions": {"n": "1"}, "gaussians": {"X": {"rows": "n", "cols": "n"}}})
     with pytest.raises(ValueError, match="missing field"):
         polynomial_law({"polynomial": "X"})
 

@@ -21,6 +21,7 @@ import numpy as np
 import sympy as sp
 from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 
+from ..parse import to_number
 from .continuation import BranchError, follow_branch, follow_rays, newton_solve
 from .exchangeable import ExchangeableSum, exchangeable_system
 from .integrals import Band, Core, band, core
@@ -105,6 +106,11 @@ class RaysFailed(BranchError):
         self.radius = float(radius)
 
 
+def _expression(field: str, value: Any) -> sp.Expr:
+    """A SymPy expression as given, or a number read from other input by the grammar of :mod:`gemhsa_sym.parse`."""
+    return value if isinstance(value, sp.Expr) else to_number(value, field)
+
+
 def _to_float(expr: Any, values: Mapping[sp.Symbol, Any]) -> float:
     e = sp.sympify(expr).subs(values) if values else sp.sympify(expr)
     if e.free_symbols:
@@ -143,7 +149,7 @@ class SpectralLaw:
         reduce: bool = True,
     ) -> None:
         self.model = model
-        self.ratios = {d: sp.sympify(v) for d, v in ratios.items()}
+        self.ratios = {d: _expression(f"ratios.{d}", v) for d, v in ratios.items()}
         for d, v in self.ratios.items():
             if v.is_positive is False:
                 raise ValueError(f"ratios: the ratio of {d} must be positive, got {v}")
@@ -153,7 +159,7 @@ class SpectralLaw:
             exprs.append(model.heads)
         named = {str(p): p for e in exprs for p in sp.sympify(e).free_symbols if isinstance(p, sp.Symbol)}
         # a value given by name is the value of the model's parameter of that name, whatever its assumptions
-        self.values = {(k if isinstance(k, sp.Symbol) else named.get(k, sp.Symbol(k))): sp.sympify(v) for k, v in (values or {}).items()}
+        self.values = {(k if isinstance(k, sp.Symbol) else named.get(k, sp.Symbol(k))): _expression(f"values.{k}", v) for k, v in (values or {}).items()}
         if isinstance(model, ExchangeableSum):
             self.pencil: Pencil = linearise(model.template)
             self.pencil.check()

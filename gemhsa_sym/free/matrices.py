@@ -16,6 +16,8 @@ import sympy as sp
 from sympy.core.symbol import Str
 from sympy.matrices.expressions import MatAdd, MatMul, MatPow, MatrixExpr, MatrixSymbol, Transpose
 
+from ..parse import to_number
+
 __all__ = ["Dim", "Gaussian", "ShapeMismatch", "dims_of", "gaussians_of", "is_polynomial", "without_powers"]
 
 
@@ -73,7 +75,7 @@ class _ShapeChecked:
         return _checked(MatrixExpr.__neg__(self))
 
     def __truediv__(self, other: Any) -> Any:
-        return self * (sp.S.One / sp.sympify(other))
+        return self * (sp.S.One / (other if isinstance(other, sp.Expr) else to_number(other, "divisor")))
 
     @property
     def T(self) -> Any:  # noqa: N802 - SymPy's name
@@ -98,7 +100,7 @@ class Gaussian(_ShapeChecked, MatrixSymbol):
     def __new__(cls, name: str | Str, rows: Dim, cols: Dim, scale: Any = 1) -> "Gaussian":
         if not isinstance(rows, sp.Symbol) or not isinstance(cols, sp.Symbol):
             raise TypeError(f"Gaussian {name}: rows and cols must be Dim objects, got {rows!r}, {cols!r}")
-        scale = sp.sympify(scale)
+        scale = scale if isinstance(scale, sp.Expr) else to_number(scale, f"Gaussian {name}: scale")
         if scale.is_positive is False:
             raise ValueError(f"Gaussian {name}: scale must be positive, got {scale}")
         name = name if isinstance(name, Str) else Str(name)

@@ -25,6 +25,7 @@ import numpy as np
 import sympy as sp
 
 from gemhsa_sym.config import PRESETS
+from gemhsa_sym.parse import parse_number
 
 from .compare import Comparison, compare, draw_tasks, two_sample
 from .execute import Task, run_tasks
@@ -53,7 +54,7 @@ def laws_equal(a: Theory, b: Theory) -> tuple[bool, float, bool | None]:
     diff = float(np.max(np.abs(pa - pb) / np.maximum(np.abs(pa), np.abs(pb))))
     exact = None
     if all(m["exact"] is not None for m in a.moments + b.moments):
-        exact = all(sp.simplify(sp.sympify(x["exact"]) - sp.sympify(y["exact"])) == 0
+        exact = all(sp.simplify(parse_number(x["exact"], "moments") - parse_number(y["exact"], "moments")) == 0
                     for x, y in zip(a.moments, b.moments))
     return diff <= PROBE_TOL and exact is not False, diff, exact
 
