@@ -557,17 +557,25 @@ class SpectralLaw:
         return out if out.ndim else float(out)
 
     def quantile(self, q: Any) -> Any:
-        """The smallest x with cdf(x) >= q (bisection on the monotone CDF)."""
+        """The smallest x with cdf(x) >= q for 0 < q <= 1 (bisection on the monotone CDF); at q = 0
+        the lower end of the support (docs/solving.md §4.6), as scipy's ``ppf(0)``.
+
+        Levels within an atom give its location exactly; neither rule depends on rounding.
+        """
         qa = np.asarray(q, dtype=float)
-        if np.any((qa < 0) | (qa > 1)):
+        if np.any(~((qa >= 0) & (qa <= 1))):
             raise ValueError("q: quantile levels must lie in [0, 1]")
+        edges, atoms = self.edges(dps=16), self.atoms()
+        lowest = min([float(e.location) for e in edges[:1]] + [a.location for a in atoms], default=0.0)
         lo = np.zeros_like(qa)
-        hi = np.full_like(qa, float(self.edges(dps=16)[-1].location) if self.edges(dps=16) else 0.0)
+        hi = np.full_like(qa, float(edges[-1].location) if edges else 0.0)
         for _ in range(60):
             mid = (lo + hi) / 2
             below = self.cdf(mid) < qa
             lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-        hi = np.where(self.cdf(np.zeros_like(qa)) >= qa, 0.0, hi)  # levels within the atom at 0
+        at_zero = sum(a.mass for a in atoms if a.location == 0)
+        hi = np.where((qa > 0) & (qa <= at_zero), 0.0, hi)  # levels within the atom at 0
+        hi = np.where(qa == 0, lowest, hi)
         return hi if hi.ndim else float(hi)
 
     def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:
