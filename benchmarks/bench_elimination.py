@@ -1,10 +1,11 @@
 """Time the exact elimination P(m, w) = 0 of case v of the reference table, flint against SymPy.
 
-Y = (X W1 X^T + Z/2) X W2 with n : d : d_v = 1 : 1/2 : 1/4 (P has degree 12 in m and 9 in
-w). The same resultant elimination (:func:`gemhsa_sym.free.elimination.eliminate`) runs
-with python-flint's ``fmpq_mpoly`` and with SymPy's ``resultant``/``factor_list``, each in
-a child process stopped at ``--limit`` seconds; the physical solutions that choose the
-factors are computed once beforehand. Prints both times and their ratio (SymPy / flint;
+Y = (X W1 X^T + Z/2) X W2 with n : d : d_v = 1 : 1/2 : 1/4 (docs/reference-values.md §9.2;
+P has degree 12 in m and 9 in w). The same resultant elimination
+(:func:`gemhsa_sym.free.elimination.eliminate`) runs with python-flint's ``fmpq_mpoly``
+and with SymPy's ``resultant``/``factor_list``, each in a child process stopped at
+``--limit`` seconds; the physical solutions that choose the factors are computed once
+beforehand. Prints both times and their ratio (SymPy / flint;
 a lower bound when SymPy reaches the limit).
 
     python benchmarks/bench_elimination.py [--limit 600]

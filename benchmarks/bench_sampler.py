@@ -1,6 +1,6 @@
 """Time one softmax draw of the sampler against a bare numpy baseline in the same run.
 
-The baseline computes the same layer (DESIGN §1.1, independent heads,
+The baseline computes the same layer (docs/model.md §1.1, independent heads,
 d_k = d_v = d / H, d_out = d) with the fewest numpy calls: draws, fused
 projections, max-shifted softmax, output, centering, Gram matrix and eigvalsh.
 Prints the ratio sampler / baseline of the best of interleaved repetitions per H

@@ -1,4 +1,4 @@
-"""Configuration of one random multi-head self-attention layer (DESIGN §1.1, §1.2).
+"""Configuration of one random multi-head self-attention layer (docs/model.md §1.1, §1.3).
 
 A :class:`Config` is the single description from which both the sampler and the
 Gaussian-equivalent model are read. Dimensions are stored as exact ratios to the
@@ -32,7 +32,7 @@ __all__ = [
     "load_config",
 ]
 
-#: Dimension fields, in the order of DESIGN §1.1.
+#: Dimension fields, in the order of docs/model.md §1.1.
 DIMENSIONS: tuple[str, ...] = ("n", "d", "d_k", "d_v", "d_out")
 KV_MODES: tuple[str, ...] = ("independent", "tied", "correlated")
 OUTPUT_MODES: tuple[str, ...] = ("independent", "keys")
@@ -138,7 +138,7 @@ def _ratio_text(ratio: sp.Rational) -> str:
 
 @dataclass(frozen=True)
 class Config:
-    """One random MHSA layer (DESIGN §1.1) with the options of DESIGN §1.2.
+    """One random MHSA layer (docs/model.md §1.1) with the options of docs/model.md §1.3.
 
     Dimensions ``n, d, d_k, d_v, d_out`` are given either as ratios to n
     (``n = 1``; ints, ``"1/4"``, Fractions or SymPy Rationals) or as integer

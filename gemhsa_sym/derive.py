@@ -18,7 +18,7 @@ BETA = sp.Symbol("beta", real=True)
 
 
 class AttentionLaw(SpectralLaw):
-    """The law of the eigenvalues of Y_c^T Y_c / n (DESIGN §1.1) with its derivation attached."""
+    """The law of the eigenvalues of Y_c^T Y_c / n (docs/model.md §1.1) with its derivation attached."""
 
     def __init__(self, config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None) -> None:
         self.config = config
@@ -54,6 +54,6 @@ def derive(config: Config, heads: int | sp.Symbol | None = None, values: dict | 
 
     ``heads`` overrides the number of heads and may be a SymPy symbol (then give
     its value in ``values`` for numbers); the system's size does not depend on it
-    when heads are exchangeable (DESIGN §1.4 step 3).
+    when heads are exchangeable (docs/equations.md §2.5).
     """
     return AttentionLaw(config, heads, values)

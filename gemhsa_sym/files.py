@@ -1,4 +1,4 @@
-"""Files written whole or not at all (DESIGN §3: nothing is half-written)."""
+"""Files written whole or not at all (docs/conventions.md §6.2: nothing is half-written)."""
 
 from __future__ import annotations
 

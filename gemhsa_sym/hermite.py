@@ -1,4 +1,4 @@
-"""Gaussian-equivalence (Hermite) data of a score function (DESIGN §1.3).
+"""Gaussian-equivalence (Hermite) data of a score function (docs/model.md §1.5, §1.6).
 
 For g ~ N(0, 1) and a score f at inverse temperature beta, the attention
 matrix is replaced by ``c_0 1 1^T + mu_1 S0 + sigma Z`` with
@@ -63,7 +63,7 @@ class HermiteData:
 
     ``exact`` is True when the values are closed forms (exact in beta; a
     Float beta gives Floats), False when they come from quadrature (SymPy
-    Floats with the requested digits). See DESIGN §1.3.
+    Floats with the requested digits). See docs/model.md §1.5.
     """
 
     score: str
@@ -109,7 +109,7 @@ class HermiteData:
 
 
 def hermite_data(score: str, beta: Any, normalisation: str = "row", dps: int = 30) -> HermiteData:
-    """Hermite data of ``score`` at inverse temperature ``beta`` (DESIGN §1.3).
+    """Hermite data of ``score`` at inverse temperature ``beta`` (docs/model.md §1.6).
 
     ``beta`` is a number (int, float, str, Rational, SymPy number) or a SymPy
     expression; a symbolic beta of unknown sign is taken to be real. Floats

@@ -1,7 +1,7 @@
-"""From a configuration to its Gaussian-equivalent polynomial (DESIGN §1.3).
+"""From a configuration to its Gaussian-equivalent polynomial (docs/model.md §1.7).
 
 In the engine's normalisation (every Gaussian has entries N(0, scale/N),
-N = n) the centered output of DESIGN §1.1 with n A^h replaced by
+N = n) the centered output of docs/model.md §1.1 with n A^h replaced by
 c_0 11^T + mu_1 S0^h + sigma Z^h is, up to a rank-one term,
 
     Y = sum_h (mu_1 / sqrt(a_dk) X W_Q^h W_K^hT X^T + sigma Z^h) X V^h W_O^h
@@ -31,7 +31,7 @@ from .parse import to_number
 
 __all__ = ["MU1", "SIGMA", "GaussianEquivalent", "gaussian_equivalent"]
 
-#: The Gaussian-equivalence coefficients as symbols of the model (DESIGN §1.3).
+#: The Gaussian-equivalence coefficients as symbols of the model (docs/model.md §1.5).
 MU1 = sp.Symbol("mu_1", real=True)
 SIGMA = sp.Symbol("sigma", nonnegative=True)
 

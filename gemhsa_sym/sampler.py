@@ -1,9 +1,9 @@
 """Monte Carlo sampler of a random MHSA layer and of its Gaussian-equivalent model.
 
-One configuration, one set of draws, two readings (DESIGN §1.6):
-``model="softmax"`` is the real layer of DESIGN §1.1 (with the configured score
+One configuration, one set of draws, two readings (docs/verification.md §4.1):
+``model="softmax"`` is the real layer of docs/model.md §1.1 (with the configured score
 and normalisation); ``model="ge"`` replaces n A^h by c_0 11^T + mu_1 S0^h + sigma Z^h
-(DESIGN §1.3) with the same tokens and weights. The output of a draw is the
+(docs/model.md §1.5) with the same tokens and weights. The output of a draw is the
 spectrum of Y_c^T Y_c / n. Draws are independent children of one
 ``numpy.random.SeedSequence``, so results do not depend on how they are run.
 """
@@ -44,7 +44,7 @@ __all__ = [
     "sample",
 ]
 
-#: ``softmax``: the real layer (DESIGN §1.1); ``ge``: its Gaussian equivalent (DESIGN §1.3).
+#: ``softmax``: the real layer (docs/model.md §1.1); ``ge``: its Gaussian equivalent (docs/model.md §1.5).
 MODELS: tuple[str, ...] = ("softmax", "ge")
 
 
@@ -62,7 +62,7 @@ class Projection:
 
 @dataclass(frozen=True, eq=False)
 class Weights:
-    """W_Q, W_K, W_V per head and the output blocks W_O^h (d_v x d_out) of DESIGN §1.1."""
+    """W_Q, W_K, W_V per head and the output blocks W_O^h (d_v x d_out) of docs/model.md §1.1."""
 
     query: Projection
     key: Projection
@@ -76,7 +76,7 @@ def draw_tokens(sizes: dict[str, int], rng: np.random.Generator) -> np.ndarray:
 
 
 def draw_weights(config: Config, sizes: dict[str, int], rng: np.random.Generator) -> Weights:
-    """The weights of DESIGN §1.1 with the sharing and dependence of ``config`` (§1.2).
+    """The weights of docs/model.md §1.1 with the sharing and dependence of ``config`` (docs/model.md §1.3).
 
     One N(0, 1/d) matrix per sharing group of W_Q, W_K, W_V; tied values reuse the
     keys, correlated values are rho W_K + sqrt(1 - rho^2) W'. W_O is N(0, 1/(H d_v))
@@ -110,7 +110,7 @@ def draw_weights(config: Config, sizes: dict[str, int], rng: np.random.Generator
 
 @cache
 def _ge_coefficients(score: str, beta: sp.Expr, normalisation: str) -> tuple[float, float, float]:
-    """(c_0, mu_1, sigma) of the Gaussian-equivalent replacement (DESIGN §1.3)."""
+    """(c_0, mu_1, sigma) of the Gaussian-equivalent replacement (docs/model.md §1.5)."""
     from gemhsa_sym.hermite import hermite_data
 
     c0, mu1, sigma2 = hermite_data(score, beta, normalisation).numeric()
@@ -148,12 +148,12 @@ def layer_output(
     model: str = "softmax",
     rng: np.random.Generator | None = None,
 ) -> np.ndarray:
-    """The uncentered output Y = sum_h A^h V^h W_O^h (n x d_out) of DESIGN §1.1.
+    """The uncentered output Y = sum_h A^h V^h W_O^h (n x d_out) of docs/model.md §1.1.
 
     ``model="softmax"``: A^h = rownorm(f(S^h)) with S^h = beta Q^h K^hT / sqrt(d_k)
     (max-shifted for shift-invariant f such as exp), or f(S^h) / n for
     ``normalisation="none"``. ``model="ge"``: n A^h = c_0 11^T + mu_1 S0^h + sigma Z^h
-    with a fresh n x n N(0, 1) matrix Z^h per head drawn from ``rng`` (DESIGN §1.3).
+    with a fresh n x n N(0, 1) matrix Z^h per head drawn from ``rng`` (docs/model.md §1.5).
     """
     if model not in MODELS:
         raise ValueError(f"model: unknown model {model!r}; choose one of {', '.join(MODELS)}")
@@ -179,7 +179,7 @@ def layer_output(
 
 
 def spectrum(Y: np.ndarray) -> np.ndarray:
-    """Eigenvalues of Y_c^T Y_c / n, Y_c = sqrt(n) (I - 11^T/n) Y (DESIGN §1.1), ascending.
+    """Eigenvalues of Y_c^T Y_c / n, Y_c = sqrt(n) (I - 11^T/n) Y (docs/model.md §1.1), ascending.
 
     Always d_out values: computed from the smaller Gram matrix, padded with the
     zero eigenvalues when d_out > n.

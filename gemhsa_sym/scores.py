@@ -1,7 +1,7 @@
 """Score functions f of attention, with one definition read two ways.
 
 Each score is a positive elementwise function f. The sampler applies it to
-numpy arrays; the Gaussian-equivalence coefficients (DESIGN §1.3) integrate
+numpy arrays; the Gaussian-equivalence coefficients (docs/model.md §1.5) integrate
 its SymPy form against the Gaussian measure. Both readings come from the
 same :class:`Score` entry, so they cannot drift apart.
 """

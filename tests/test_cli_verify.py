@@ -1,7 +1,7 @@
 """The verify, sweep and claims commands: JSON keys, plots, determinism under --jobs and on Dask.
 
 Solving an attention law takes minutes, so these tests put a stand-in law (the exact
-law of REFERENCE.md case i′) in the theory cache under the configuration's key; the
+law of docs/reference-values.md §9.2, case i′) in the theory cache under the configuration's key; the
 samples are the real softmax and Gaussian-equivalent draws. The slow test at the
 end verifies the real single-head law.
 """

@@ -1,4 +1,4 @@
-"""Laws of the MHSA presets against closed forms and REFERENCE.md's Monte Carlo facts."""
+"""Laws of the MHSA presets against closed forms and the Monte Carlo facts of docs/reference-values.md §9.4."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def mha() -> AttentionLaw:
 
 
 def test_single_head_coefficients() -> None:
-    # DESIGN §1.3: softmax at beta = 1 has mu_1 = 1, sigma^2 = e - 2 (means: test_mean_of_every_preset).
+    # docs/model.md §1.5: softmax at beta = 1 has mu_1 = 1, sigma^2 = e - 2 (means: test_mean_of_every_preset).
     law = law_of("single-head")
     assert law.coefficients.mu1 == 1 and sp.simplify(law.coefficients.sigma2 - (sp.E - 2)) == 0
 
@@ -46,12 +46,12 @@ def assert_same_law(law: AttentionLaw, other: AttentionLaw) -> None:
 
 @pytest.mark.parametrize("name", ["mqa", "gqa"])
 def test_key_value_sharing_keeps_the_law(mha, name: str) -> None:
-    # REFERENCE.md: K, V shared by all heads or in 2 groups leave the law unchanged.
+    # docs/reference-values.md §9.4: K, V shared by all heads or in 2 groups leave the law unchanged.
     assert_same_law(law_of(name), mha)
 
 
 def test_query_sharing_and_kv_dependence_change_the_law(mha) -> None:
-    # REFERENCE.md: Q sharing changes the law (second moment 47 vs 35).
+    # docs/reference-values.md §9.4: Q sharing changes the law (second moment 47 vs 35).
     diff = np.abs(law_of("shared-q").stieltjes(PROBES) - mha.stieltjes(PROBES))
     assert np.max(diff) > 1e-3
     single = law_of("single-head").stieltjes(PROBES)
@@ -60,7 +60,7 @@ def test_query_sharing_and_kv_dependence_change_the_law(mha) -> None:
 
 
 def test_key_built_output_keeps_the_law() -> None:
-    # REFERENCE.md: W_O^h = W_K^hT (rescaled) gives the law of independent W_O.
+    # docs/reference-values.md §9.4: W_O^h = W_K^hT (rescaled) gives the law of independent W_O.
     assert_same_law(law_of("key-output"), law_of("single-head"))
 
 
@@ -92,7 +92,7 @@ def test_mean_of_every_preset(name: str) -> None:
     assert sp.simplify(law_of(name).moments(1)[0] - EXACT_MEANS[name]) == 0
 
 
-#: REFERENCE.md, Gaussian-equivalent samples at n = d = d_out = 1000, beta = 1, 6 draws:
+#: docs/reference-values.md §9.4, Gaussian-equivalent samples at n = d = d_out = 1000, beta = 1, 6 draws:
 #: second moment (mean over draws).
 REFERENCE_SECOND_MOMENTS = {
     "single-head": 52.8,
@@ -119,7 +119,7 @@ def test_second_moment_matches_monte_carlo(name: str) -> None:
 
 def test_law_narrows_as_heads_grow() -> None:
     # H d_k = d fixed: second moments about 52.5, 40.5, 35.4, 32.6 for H = 1, 2, 4, 8
-    # (REFERENCE.md), while the mean stays e.
+    # (docs/reference-values.md §9.4), while the mean stays e.
     seconds = [law_of(name).moments(2)[1] for name in ("single-head", "heads-2", "mha", "heads-8")]
     assert all(a > b for a, b in itertools.pairwise(seconds))
 

@@ -1,7 +1,7 @@
 """Tests of the exact elimination P(m, w) = 0, the discriminant edges and the closed-form density.
 
 Expected values come from outside the engine: the polynomials of the reference table
-(REFERENCE.md, cases i–v), the cubic of MP(1/2) ⊠ MP(1/4) and the real roots of its
+(docs/reference-values.md §9.2, cases i–v), the cubic of MP(1/2) ⊠ MP(1/4) and the real roots of its
 discriminant, Marchenko–Pastur's closed forms, and Monte Carlo eigenvalues.
 """
 
@@ -21,7 +21,7 @@ from gemhsa_sym.free.elimination import M, abstract_constants, available_backend
 
 R = sp.Rational
 
-#: Real roots of z^2 (512 z^3 - 1904 z^2 - 56 z + 9)/1024 (REFERENCE.md).
+#: Real roots of z^2 (512 z^3 - 1904 z^2 - 56 z + 9)/1024 (docs/reference-values.md §9.3).
 PRODUCT_DISCRIMINANT_ROOTS = ("-0.0838757969959405505284733", "0", PRODUCT_EDGES[0], PRODUCT_EDGES[1])
 
 

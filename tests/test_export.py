@@ -71,8 +71,9 @@ def product_record() -> dict:
 
 def test_record_is_json_and_holds_the_exact_results(product_record: dict) -> None:
     record = json.loads(json.dumps(product_record))
-    # REFERENCE.md: MP(1/2) ⊠ MP(1/4) has mean 1 and second moment 7/4 on p; on N1 (twice as many
-    # eigenvalues, half of them zero) mean 1/2 and second moment 7/8; edges 0.05593..., 3.74669...
+    # docs/reference-values.md §9.3: MP(1/2) ⊠ MP(1/4) has mean 1 and second moment 7/4 on p;
+    # on N1 (twice as many eigenvalues, half of them zero) mean 1/2 and second moment 7/8;
+    # edges 0.05593..., 3.74669...
     assert [m["exact"] for m in record["moments"][:2]] == ["1/2", "7/8"]
     assert [e["location"][:28] for e in record["edges"]] == ["0.05593557431887576656344017", "3.74669022267706478396503313"]
     assert record["atoms"][0]["exact"] == "1/2"
@@ -103,7 +104,7 @@ def test_law_to_latex_and_notebook_repr() -> None:
 def test_polynomial_models_read_from_toml(tmp_path: Path) -> None:
     law = polynomial_law({"polynomial": "X * W", "dimensions": {"n": "1", "d": "1/2", "m": "3/4"},
                           "gaussians": {"X": {"rows": "n", "cols": "d"}, "W": {"rows": "d", "cols": "m"}}})
-    assert law.moments(2) == [sp.Rational(1, 2), sp.Rational(13, 16)]  # REFERENCE case ii
+    assert law.moments(2) == [sp.Rational(1, 2), sp.Rational(13, 16)]  # docs/reference-values.md §9.2, case ii
     with pytest.raises(ValueError, match="polynomial"):
         polynomial_law({"polynomial": "X *", "dimensions": {"n": "1"}, "gaussians": {"X": {"rows": "n", "cols": "n"}}})
     with pytest.raises(ValueError, match="missing field"):

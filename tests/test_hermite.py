@@ -1,4 +1,4 @@
-"""Tests of the Hermite data of score functions (DESIGN §1.3).
+"""Tests of the Hermite data of score functions (docs/model.md §1.5, §1.6).
 
 Closed forms are checked against quadratures written here from scratch
 (scipy, Gauss-Hermite, Gauss-Legendre), never against the formulas they should produce.
@@ -51,7 +51,7 @@ def scipy_mean(h: Callable[[float], float]) -> float:
 def reference(
     mean: Callable[[Callable], float], f: Callable, normalisation: str
 ) -> tuple[float, float, float]:
-    """(c_0, mu_1, sigma^2) of f from DESIGN §1.3's definitions, integrated by ``mean``.
+    """(c_0, mu_1, sigma^2) of f from the definitions of docs/model.md §1.5, integrated by ``mean``.
 
     sigma^2 = E F^2 - c_0^2 - mu_1^2 is integrated as E (F - c_0 - mu_1 g)^2 (equal,
     since E F = c_0 and E[g F] = mu_1), which keeps its relative accuracy when small.

@@ -1,8 +1,9 @@
 """Exact moments from the Dyson system's power series in 1/w (gemhsa_sym.free.series).
 
 Expected values come from outside the engine: Narayana polynomials (Marchenko–Pastur),
-Fuss–Catalan numbers (products of square Gaussians), REFERENCE.md's planar-pairing
-counts, the closed form of the single-head mean (DESIGN §1.3: 2 beta^2 + sigma^2), and
+Fuss–Catalan numbers (products of square Gaussians), the planar-pairing counts of
+docs/reference-values.md §9.2, the closed form of the single-head mean (docs/model.md §1.5:
+2 beta^2 + sigma^2), and
 the engine's own numeric contour integral of m(w), which shares nothing with the series
 but the equations.
 """

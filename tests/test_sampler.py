@@ -1,7 +1,7 @@
 """Tests of gemhsa_sym.sampler: weights, layer, spectrum, seeding, statistics.
 
 Statistical checks compare seeded samples with known means and with the Monte
-Carlo table of REFERENCE.md (n = d = d_out = 1000, beta = 1); each tolerance is
+Carlo table of docs/reference-values.md §9.4 (n = d = d_out = 1000, beta = 1); each tolerance is
 stated beside it in units of the standard deviation of the sample mean.
 """
 
@@ -108,7 +108,7 @@ LAYERS = [
 
 def reference_output(config: Config, sizes: dict[str, int], X: np.ndarray, weights: object,
                      model: str, seed: int) -> np.ndarray:
-    """Y of DESIGN §1.1 (or its Gaussian equivalent, §1.3) written out head by head."""
+    """Y of docs/model.md §1.1 (or its Gaussian equivalent, docs/model.md §1.5) written out head by head."""
     n, d_k = sizes["n"], sizes["d_k"]
     noise = np.random.default_rng(seed)
     Y = np.zeros((n, sizes["d_out"]))
@@ -256,14 +256,14 @@ def test_result_summaries(tmp_path) -> None:
 
 
 def test_ge_mean_single_head() -> None:
-    # Mean of the law: 2 beta^2 + sigma^2 = e at beta = 1 (DESIGN §1.3). One draw has
+    # Mean of the law: 2 beta^2 + sigma^2 = e at beta = 1 (docs/model.md §1.5). One draw has
     # standard deviation 0.029; 6 draws: 0.012 = 0.44 %, so 1.5 % is 3.4 deviations.
     result = sample(PRESETS["single-head"], 1000, draws=6, seed=11, model="ge")
     assert result.moments(1)[0] == pytest.approx(math.e, rel=0.015)
 
 
 def test_softmax_mean_single_head() -> None:
-    # The softmax layer at n = 1000 sits 0.8 % below e (REFERENCE.md: 2.696 +- 0.035
+    # The softmax layer at n = 1000 sits 0.8 % below e (docs/reference-values.md §9.4: 2.696 +- 0.035
     # per draw); 4 draws: standard deviation 0.65 %, so 3 % is bias + 3.4 deviations.
     result = sample(PRESETS["single-head"], 1000, draws=4, seed=12, model="softmax")
     assert result.moments(1)[0] == pytest.approx(math.e, rel=0.03)
@@ -277,7 +277,7 @@ def test_ge_mean_small_beta() -> None:
     assert result.moments(1)[0] == pytest.approx(expected, rel=0.015)
 
 
-#: REFERENCE.md, n = d = d_out = 1000, beta = 1: mean and second moment over 6 draws.
+#: docs/reference-values.md §9.4, n = d = d_out = 1000, beta = 1: mean and second moment over 6 draws.
 REFERENCE_TABLE = {
     ("single-head", "softmax"): (2.696, 52.5),
     ("single-head", "ge"): (2.718, 52.8),

@@ -1,4 +1,4 @@
-"""The sampler's softmax layer against PyTorch's attention, same weights, float64 (DESIGN §1.6)."""
+"""The sampler's softmax layer against PyTorch's attention, same weights, float64 (docs/verification.md §4.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Comparison statistics of theory against samples, on an exact law (REFERENCE.md case i′)."""
+"""Comparison statistics of theory against samples, on an exact law (docs/reference-values.md §9.2, case i′)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def draws(law_and_theory) -> dict[str, np.ndarray]:
 
 
 def test_summary_matches_reference_values(law_and_theory) -> None:
-    # REFERENCE.md case i′: moments 1, 3, 11, atom 1/2; edges 2 (1 -+ 1/sqrt 2)^2.
+    # docs/reference-values.md §9.2, case i′: moments 1, 3, 11, atom 1/2; edges 2 (1 -+ 1/sqrt 2)^2.
     _, theory = law_and_theory
     assert np.allclose(theory.moment_values[:3], [1, 3, 11], rtol=1e-8)
     assert [a["exact"] for a in theory.atoms] == ["1/2"]

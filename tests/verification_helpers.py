@@ -1,4 +1,6 @@
-"""A cheap exact law for verification tests: Marchenko–Pastur with an atom (REFERENCE.md case i′).
+"""A cheap exact law for verification tests: Marchenko–Pastur with an atom.
+
+Case i′ of docs/reference-values.md §9.2.
 
 Y = X (n x D, D = 2n, entries N(0, 1/n)): the law of Y^T Y has mass 1/2 at 0, support
 [(1 - 1/sqrt 2)^2 2, (1 + 1/sqrt 2)^2 2] and moments 1, 3, 11. It solves in seconds, so

@@ -1,4 +1,4 @@
-"""``gemhsa-sym sample``: Monte Carlo spectra of a configuration (DESIGN §1.6)."""
+"""``gemhsa-sym sample``: Monte Carlo spectra of a configuration (docs/verification.md §4.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the algebraic equation P(m, w) = 0 gives: support edges and closed-form densities (DESIGN §1.5).
+"""What the algebraic equation P(m, w) = 0 gives: support edges and closed-form densities (docs/solving.md §3.3).
 
 Support edges are branch points of m(w) on the real axis, so they are real
 roots of the discriminant of P in m, or of its leading coefficient (where a

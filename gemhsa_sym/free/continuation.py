@@ -1,7 +1,7 @@
 """Drivers: Newton with tolerances, and continuation of the physical branch.
 
 The physical solution is the one with g_tt = m(w) ~ 1/w at infinity
-(DESIGN §1.5). It is analytic in the upper half plane, so following it along
+(docs/solving.md §3.5). It is analytic in the upper half plane, so following it along
 a path inside that half plane by Newton steps small enough to stay in the
 basin of the previous point never changes branch. Every target w = x + iy
 is reached from x + i*top (where a fixed-point iteration started from
@@ -240,8 +240,8 @@ def follow_branch(system: System, w: np.ndarray, top: float, floor: float | np.n
 
     Targets with Im w below ``floor`` (a number or one per target) are solved
     at Im w = floor first, then by one Newton solve at their own Im w (which
-    may be 0), accepted only if the solution moved continuously (DESIGN §1.5
-    pitfalls: never a cold start near the real axis).
+    may be 0), accepted only if the solution moved continuously (docs/solving.md
+    §3.4: never a cold start near the real axis).
     """
     if system.backend is not DOUBLE:
         raise TypeError("follow_branch runs in double precision; refine its result with mpmath")

@@ -1,4 +1,4 @@
-"""One polynomial equation P(m, w) = 0 for the Stieltjes transform of a law (DESIGN §1.5).
+"""One polynomial equation P(m, w) = 0 for the Stieltjes transform of a law (docs/solving.md §3.2).
 
 By Cramer's rule every unknown read out of a sector inverse is a rational
 function of the others: with D_s = det M_s and adj the adjugate,

@@ -15,7 +15,7 @@ by the orbital matrices A_O, whose eigenspaces are: constant (multiplicity
 per eigenspace (a fixed-size matrix each) and the orbital values read back
 through the idempotents E = (mult/H) sum_O (lambda_O/k_O) A_O; outer blocks
 couple to the constant eigenspace only (Delsarte's association schemes; the
-"exchangeable blocks" reduction of DESIGN §1.4 step 3).
+"exchangeable blocks" reduction of docs/equations.md §2.5).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ printed by SymPy (``latex`` fields); :func:`document` turns a record into a
 standalone document for pdflatex (article class, amsmath, geometry), so the
 document is a pure function of the record, which is JSON. Sums wider than
 the text are broken term by term inside ``align*`` environments, and lists
-of short equations are packed greedily into lines (DESIGN §3).
+of short equations are packed greedily into lines (docs/exports.md §5.2).
 """
 
 from __future__ import annotations

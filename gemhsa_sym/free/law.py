@@ -3,7 +3,7 @@
 ``spectral_law(Y, ratios)`` linearises Y, writes and reduces its Dyson
 system, and answers questions about the law of Y^T Y (q x q, q the number
 of columns of Y, zero eigenvalues included): the Stieltjes transform
-m(w) = (1/q) tr (w - Y^T Y)^{-1} (DESIGN §1.4 step 4), the density
+m(w) = (1/q) tr (w - Y^T Y)^{-1} (docs/equations.md §2.6), the density
 -Im m(x + i0)/pi, the atom at zero, support edges, CDF, quantiles, moments,
 and finite samples of the same matrices for Monte Carlo checks.
 """

@@ -2,7 +2,7 @@
 
 A :class:`Dim` is a named dimension group whose size is ``ratio * N`` with
 N -> oo. A :class:`Gaussian` is an iid N(0, scale/N) matrix between two
-dimension groups (DESIGN §1.4). Polynomials are SymPy matrix expressions
+dimension groups (docs/equations.md §2.1). Polynomials are SymPy matrix expressions
 (products, sums, transposes, scalar coefficients, the same matrix several
 times); the operators of these classes check shapes on construction,
 which SymPy does not do for symbolic shapes.

@@ -9,7 +9,7 @@ pencil of [[0, Y], [Y^T, 0]] has blocks (s, t, V_1..V_m, U_1..U_m):
 
     L = [[0, Y_lin, 0, u], [Y_lin^T, 0, v^T, 0], [0, v, 0, Q], [u^T, 0, Q^T, 0]]
 
-(Helton, Mai & Speicher 2018; DESIGN §1.4). Its Schur complement onto the
+(Helton, Mai & Speicher 2018; docs/equations.md §2.2). Its Schur complement onto the
 outer blocks is the hermitisation, which :meth:`Pencil.schur_complement`
 recomputes symbolically from the pencil entries.
 """
@@ -55,7 +55,7 @@ class Constant:
 
 @dataclass(frozen=True)
 class Pencil:
-    """A self-adjoint linear pencil L = L0 + sum of Gaussian placements (DESIGN §1.4 step 1)."""
+    """A self-adjoint linear pencil L = L0 + sum of Gaussian placements (docs/equations.md §2.2)."""
 
     polynomial: MatrixExpr
     blocks: tuple[Block, ...]

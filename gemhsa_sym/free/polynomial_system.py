@@ -1,4 +1,4 @@
-"""P(m, w) = 0 as a system of one unknown for the continuation drivers (DESIGN §1.5).
+"""P(m, w) = 0 as a system of one unknown for the continuation drivers (docs/solving.md §3.6).
 
 Once the elimination has found the minimal polynomial P of m(w), a Newton
 step on P costs a few array operations whatever the size of the Dyson
@@ -9,7 +9,7 @@ system. The residual is P divided by the sum of the moduli of its terms,
 so that |F| is the relative rounding level of the evaluation; the Jacobian
 dF/dm = P_m / S and dF/dw = P_w / S keep S fixed (the Newton step P / P_m
 and the tangent dm/dw = -P_w / P_m do not depend on it). P alone does not
-say which of its roots is m (DESIGN §1.5 pitfalls), so the system carries
+say which of its roots is m (docs/solving.md §3.4), so the system carries
 the Dyson system it was eliminated from (``anchor``): the drivers take the
 physical solution of the anchor at large |w| and follow the root of P from
 there. Unlike the Dyson system, whose physical solution is the attracting fixed point

@@ -1,4 +1,4 @@
-"""Reductions of a Dyson system before solving (DESIGN §1.4 step 3).
+"""Reductions of a Dyson system before solving (docs/equations.md §2.4).
 
 Unknowns that vanish on the physical branch are removed and unknowns equal
 on it are merged. Both are detected on the physical branch itself, at three

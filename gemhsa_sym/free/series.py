@@ -1,4 +1,4 @@
-"""Exact moments: the Dyson system as a formal power series in u = 1/w (DESIGN §1.5).
+"""Exact moments: the Dyson system as a formal power series in u = 1/w (docs/solving.md §3.1).
 
 Every unknown of the system (see :mod:`.system`) is a normalised trace of a
 block of E (Lambda(w) - L)^{-1}, hence a formal power series in u whose

@@ -1,4 +1,4 @@
-"""The matrix Dyson equation of a pencil, as SymPy objects (DESIGN §1.4 step 2).
+"""The matrix Dyson equation of a pencil, as SymPy objects (docs/equations.md §2.3).
 
 For L = L0 + sum_k (E_ab (x) X_k + E_ba (x) X_k^T) the deterministic
 equivalent of E (Lambda(w) - L)^{-1} solves
@@ -101,7 +101,7 @@ class DysonSystem:
         return eqs
 
     def equations(self) -> list[sp.Eq]:
-        """G_s M_s = I per sector (DESIGN §1.4), then the read-out equations of the other unknowns."""
+        """G_s M_s = I per sector (docs/equations.md §2.3), then the read-out equations of the other unknowns."""
         return [
             sp.Eq(sp.MatMul(self.unknown_matrix(s), self.sectors[s].matrix()), sp.eye(sec.size), evaluate=False)
             for s, sec in enumerate(self.sectors)

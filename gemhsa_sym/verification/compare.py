@@ -1,4 +1,4 @@
-"""Theory beside Monte Carlo for one configuration (DESIGN §1.6).
+"""Theory beside Monte Carlo for one configuration (docs/verification.md §4.3).
 
 :func:`verify` runs, as tasks on one executor, the law's summary
 (:func:`~gemhsa_sym.verification.theory.theory_task`) and three seeded sample
