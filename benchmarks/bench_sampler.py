@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from functools import partial
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 

@@ -20,6 +20,7 @@ from typing import Any
 import sympy as sp
 import tomli_w
 
+from gemhsa_sym.files import read_toml
 from gemhsa_sym.hermite import NORMALISATIONS
 from gemhsa_sym.parse import to_number
 from gemhsa_sym.scores import get_score
@@ -353,12 +354,18 @@ class Config:
 
     @classmethod
     def from_toml(cls, source: str | Path) -> Config:
-        """Read a TOML file (path) or TOML text."""
+        """Read a TOML file (path) or TOML text; errors name the file or the field."""
         if isinstance(source, Path) or ("\n" not in source and "=" not in source):
-            text = Path(source).read_text(encoding="utf-8")
+            data = read_toml(source, "config")
         else:
-            text = source
-        return cls.from_dict(tomllib.loads(text))
+            try:
+                data = tomllib.loads(source)
+            except tomllib.TOMLDecodeError as exc:
+                raise ValueError(f"config: not valid TOML: {exc}") from None
+        if "polynomial" in data:
+            raise ValueError("config: this is a polynomial model file, not an attention configuration; "
+                             "its law is derived by `gemhsa-sym derivations` (or derivations.polynomial_law)")
+        return cls.from_dict(data)
 
     def summary(self) -> str:
         """One line describing the layer, built from the fields."""

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +34,9 @@ import sympy as sp
 
 from .config import Config
 from .derive import derive
-from .files import write_atomic
-from .free.latex import document
+from .files import read_toml, write_atomic
 from .free.grammar import parse_polynomial
+from .free.latex import document
 from .free.law import SpectralLaw, spectral_law
 from .free.matrices import Dim, Gaussian
 from .parse import to_number
@@ -117,8 +116,7 @@ def polynomial_law(data: Mapping[str, Any]) -> SpectralLaw:
 
 def load(path: Path) -> SpectralLaw:
     """The law of one TOML file: an attention configuration or a polynomial model."""
-    with open(path, "rb") as fh:
-        data = tomllib.load(fh)
+    data = read_toml(path, "config")
     if "polynomial" in data:
         return polynomial_law(data)
     return derive(Config.from_toml(path))

@@ -1,18 +1,101 @@
-"""Files written whole or not at all (docs/conventions.md §6.2: nothing is half-written)."""
+"""Files: written whole or not at all, checked before any work, read with errors that name them (docs/conventions.md §6.2).
+
+Every output goes through a temporary file in the target's folder that is renamed over
+the target; on any exception, an interrupt included, the temporary file is removed, so
+neither a partial output nor a hidden temporary file is left behind. Errors name the
+user's path and the option it came from, never the temporary file.
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
+import tomllib
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
-__all__ = ["write_atomic"]
+__all__ = ["check_folder", "check_writable", "read_text", "read_toml", "write_atomic", "write_atomic_with"]
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Write through a temporary file in the same folder and rename, so nothing is half-written."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def write_atomic_with(path: str | Path, writer: Callable[[IO[bytes]], Any], field: str = "out") -> None:
+    """Call ``writer`` on a binary temporary file in the folder of ``path``, then rename it to ``path``.
+
+    ValueError naming ``field`` and ``path`` when it cannot be written; the temporary
+    file is removed whatever goes wrong, KeyboardInterrupt included.
+    """
+    target = os.path.abspath(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    except OSError as exc:
+        raise ValueError(f"{field}: cannot write {path}: {_reason(exc)}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            writer(fh)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise ValueError(f"{field}: cannot write {path}: {_reason(exc)}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_atomic(path: str | Path, data: str | bytes, field: str = "out") -> None:
+    """Write text (UTF-8) or bytes to ``path`` whole or not at all (:func:`write_atomic_with`)."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    write_atomic_with(path, lambda fh: fh.write(payload), field)
+
+
+def check_writable(path: str | Path, field: str) -> None:
+    """ValueError naming ``field`` unless a file can be written at ``path``: not a folder, in an existing,
+    writable folder (checked before any work, so that no computation is thrown away)."""
+    target = Path(path)
+    if str(path) == "" or target.is_dir():
+        raise ValueError(f"{field}: {path!r} is a folder, not a file")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise ValueError(f"{field}: cannot write {path}: the folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{field}: cannot write {path}: the folder {str(folder)!r} is not writable")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ValueError(f"{field}: cannot write {path}: the file is not writable")
+
+
+def check_folder(path: str | Path, field: str) -> None:
+    """ValueError naming ``field`` unless ``path`` is a writable folder or can be made one."""
+    target = Path(path)
+    if target.exists():
+        if not target.is_dir():
+            raise ValueError(f"{field}: {path!r} is a file, not a folder")
+        if not os.access(target, os.W_OK | os.X_OK):
+            raise ValueError(f"{field}: the folder {path!r} is not writable")
+        return
+    parent = next((p for p in target.absolute().parents if p.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{field}: cannot make the folder {path!r} (no writable folder above it)")
+
+
+def read_text(path: str | Path, field: str) -> str:
+    """The UTF-8 text of ``path``; ValueError naming ``field`` and the path otherwise."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise ValueError(f"{field}: cannot read {path}: {_reason(exc)}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{field}: {path} is not UTF-8 text (byte {exc.start})") from None
+
+
+def read_toml(path: str | Path, field: str = "config") -> dict[str, Any]:
+    """The TOML table of ``path``; ValueError naming ``field`` and the path for unreadable, non-UTF-8 or invalid TOML."""
+    text = read_text(path, field)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{field}: {path} is not valid TOML: {exc}") from None

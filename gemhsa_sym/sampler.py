@@ -11,11 +11,9 @@ spectrum of Y_c^T Y_c / n. Draws are independent children of one
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
@@ -23,9 +21,14 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from gemhsa_sym.config import Config
+from gemhsa_sym.executors import local_workers, open_executor
+from gemhsa_sym.files import write_atomic_with
+from gemhsa_sym.hermite import hermite_data
+from gemhsa_sym.resources import check_memory
 from gemhsa_sym.scores import get_score
 
 __all__ = [
@@ -36,14 +39,21 @@ __all__ = [
     "draw_weights",
     "layer_output",
     "spectrum",
+    "ge_coefficients",
+    "MAX_COEFFICIENT",
+    "DRAW_THREADS",
     "DrawTask",
+    "draw_bytes",
     "run_draw",
     "run_draws",
-    "local_pool",
     "SampleResult",
     "sample",
 ]
 
+#: Largest Gaussian-equivalence coefficient drawn: above it the spectrum overflows double precision.
+MAX_COEFFICIENT = 1e100
+#: BLAS threads of one draw, whatever the executor (figures do not depend on it).
+DRAW_THREADS = 1
 #: ``softmax``: the real layer (docs/model.md §1.1); ``ge``: its Gaussian equivalent (docs/model.md §1.5).
 MODELS: tuple[str, ...] = ("softmax", "ge")
 
@@ -75,6 +85,15 @@ def draw_tokens(sizes: dict[str, int], rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal((sizes["n"], sizes["d"]))
 
 
+def _group_index(partition: tuple[tuple[int, ...], ...], heads: int) -> tuple[int, ...]:
+    """The sharing group of every head, in the order of :meth:`Config.group_of`, in one pass."""
+    index = [0] * heads
+    for g, group in enumerate(partition):
+        for h in group:
+            index[h] = g
+    return tuple(index)
+
+
 def draw_weights(config: Config, sizes: dict[str, int], rng: np.random.Generator) -> Weights:
     """The weights of docs/model.md §1.1 with the sharing and dependence of ``config`` (docs/model.md §1.3).
 
@@ -87,7 +106,7 @@ def draw_weights(config: Config, sizes: dict[str, int], rng: np.random.Generator
     def draw(which: str, columns: int) -> Projection:
         partition = getattr(config, f"share_{which}")
         matrices = tuple(rng.normal(0.0, d**-0.5, (d, columns)) for _ in partition)
-        return Projection(matrices, tuple(config.group_of(which, h) for h in range(heads)))
+        return Projection(matrices, _group_index(partition, heads))
 
     query, key = draw("q", d_k), draw("k", d_k)
     if config.kv == "tied":
@@ -108,12 +127,22 @@ def draw_weights(config: Config, sizes: dict[str, int], rng: np.random.Generator
     return Weights(query, key, value, output)
 
 
+def ge_coefficients(config: Config) -> tuple[float, float, float]:
+    """(c_0, mu_1, sigma) of the Gaussian-equivalent replacement (docs/model.md §1.5) in double
+    precision; ValueError naming beta where they overflow it (:data:`MAX_COEFFICIENT`)."""
+    return _ge_coefficients(config.score, config.beta, config.normalisation)
+
+
 @cache
 def _ge_coefficients(score: str, beta: sp.Expr, normalisation: str) -> tuple[float, float, float]:
-    """(c_0, mu_1, sigma) of the Gaussian-equivalent replacement (docs/model.md §1.5)."""
-    from gemhsa_sym.hermite import hermite_data
-
+    """Cached body of :func:`ge_coefficients`."""
     c0, mu1, sigma2 = hermite_data(score, beta, normalisation).numeric()
+    if not all(np.isfinite(v) and abs(v) <= MAX_COEFFICIENT for v in (c0, mu1, sigma2)):
+        raise ValueError(
+            f"beta: the Gaussian equivalent of the {score} score at beta = {beta} overflows double precision "
+            f"(sigma^2 = {sp.N(hermite_data(score, beta, normalisation).sigma2, 3)}); it can be drawn while "
+            f"c_0, mu_1 and sigma^2 stay below {MAX_COEFFICIENT:g}"
+        )
     return c0, mu1, sigma2**0.5
 
 
@@ -163,7 +192,7 @@ def layer_output(
     elif rng is None:
         raise ValueError("rng: the Gaussian-equivalent model draws noise Z; pass a numpy Generator")
     else:
-        c0, scale, sigma = _ge_coefficients(config.score, config.beta, config.normalisation)
+        c0, scale, sigma = ge_coefficients(config)
         head = partial(_ge_head, c0=c0, sigma=sigma, rng=rng)
     scale /= weights.query.matrices[0].shape[1] ** 0.5
     queries = [X @ w for w in weights.query.matrices]
@@ -194,21 +223,43 @@ def spectrum(Y: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DrawTask:
-    """One independent draw: configuration, token count, model and its own seed."""
+    """One independent draw: configuration, token count, model, its own seed and its BLAS threads."""
 
     config: Config
     n: int
     model: str
     seed: np.random.SeedSequence
+    threads: int = DRAW_THREADS
 
 
 def run_draw(task: DrawTask) -> np.ndarray:
-    """Spectrum of one draw; tokens, weights, then the model's noise, from ``task.seed``."""
+    """Spectrum of one draw; tokens, weights, then the model's noise, from ``task.seed``.
+
+    BLAS runs on ``task.threads`` threads whatever the executor: sums split over another
+    number of threads round differently, and the figures must not depend on the executor.
+    """
     rng = np.random.default_rng(task.seed)
     sizes = task.config.sizes(task.n)
-    X = draw_tokens(sizes, rng)
-    weights = draw_weights(task.config, sizes, rng)
-    return spectrum(layer_output(task.config, weights, X, task.model, rng))
+    with threadpool_limits(task.threads, user_api="blas"):
+        X = draw_tokens(sizes, rng)
+        weights = draw_weights(task.config, sizes, rng)
+        return spectrum(layer_output(task.config, weights, X, task.model, rng))
+
+
+def draw_bytes(config: Config, sizes: dict[str, int], model: str) -> int:
+    """An upper estimate of the memory of one draw (docs/conventions.md §6.8): tokens, every
+    weight matrix, the projected tokens, one head's n x n scores (two for the softmax layer,
+    one more for the noise Z of the Gaussian equivalent), the output and the eigensolver's work."""
+    n, d, d_k, d_v, d_out = (sizes[k] for k in ("n", "d", "d_k", "d_v", "d_out"))
+    heads = config.heads
+    groups = {key: len(getattr(config, f"share_{key}")) for key in ("q", "k", "v")}
+    weights = d * d_k * (groups["q"] + groups["k"]) + d * d_v * groups["v"] * (2 if config.kv == "correlated" else 1)
+    weights += heads * d_v * d_out
+    projected = n * d_k * (groups["q"] + groups["k"]) + n * d_v * groups["v"]
+    per_head = 3 * n * n + 2 * n * max(d_v, d_out) + d_k * d_v
+    small = min(n, d_out)
+    output = 3 * n * d_out + 4 * small * small
+    return 8 * (n * d + weights + projected + per_head + output)
 
 
 def run_draws(
@@ -262,11 +313,8 @@ class SampleResult:
 
     def save_npz(self, path: str | Path) -> None:
         """Write eigenvalues and metadata to ``path`` (via a temporary file and a rename)."""
-        path = Path(path)
         meta = json.dumps(self.to_json_dict())
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-            np.savez(tmp, eigenvalues=self.eigenvalues, meta=meta)
-        os.replace(tmp.name, path)
+        write_atomic_with(path, lambda fh: np.savez(fh, eigenvalues=self.eigenvalues, meta=meta))
 
     @classmethod
     def load_npz(cls, path: str | Path) -> SampleResult:
@@ -275,19 +323,6 @@ class SampleResult:
             meta = json.loads(str(data["meta"]))
             eigenvalues = data["eigenvalues"]
         return cls(Config.from_dict(meta["config"]), meta["sizes"], meta["model"], meta["seed"], eigenvalues)
-
-
-def _limit_blas_threads(threads: int) -> None:
-    """Worker initializer: at most ``threads`` BLAS threads, so that workers share the cores."""
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(threads, user_api="blas")
-
-
-def local_pool(workers: int) -> ProcessPoolExecutor:
-    """A process pool of ``workers`` whose workers split the cores' BLAS threads between them."""
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    return ProcessPoolExecutor(workers, initializer=_limit_blas_threads, initargs=(threads,))
 
 
 def sample(
@@ -302,11 +337,12 @@ def sample(
 ) -> SampleResult:
     """``draws`` independent spectra of ``config`` at token count ``n`` (default ``config.size_n``).
 
-    Draw i uses child i of ``SeedSequence(seed)``, so the result depends only on
-    (config, n, draws, seed, model). ``jobs > 1`` runs draws in a process pool whose
-    workers split the cores' BLAS threads between them; any
-    ``concurrent.futures.Executor`` may be passed instead. The progress bar
-    (default) shows on multi-draw runs when stderr is a terminal.
+    Draw i uses child i of ``SeedSequence(seed)`` and DRAW_THREADS BLAS threads, so the
+    result depends only on (config, n, draws, seed, model), bit for bit, whatever runs it:
+    ``jobs > 1`` runs draws in a local process pool, and any ``concurrent.futures.Executor``
+    may be passed instead. The memory of the draws that run at once is checked against the
+    available memory before any is drawn. The progress bar (default) shows on multi-draw
+    runs when stderr is a terminal.
     """
     if model not in MODELS:
         raise ValueError(f"model: unknown model {model!r}; choose one of {', '.join(MODELS)}")
@@ -314,13 +350,20 @@ def sample(
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{key}: need an integer >= {least}, got {value!r}")
     sizes = config.sizes(n)
+    if sizes["n"] < 2:
+        raise ValueError(f"n: the centred output needs at least 2 tokens, got {sizes['n']}")
+    workers = min(jobs, draws) if executor is None else local_workers(executor)
+    if workers is not None:
+        check_memory(workers * draw_bytes(config, sizes, model),
+                     f"{'a draw' if workers == 1 else f'{workers} draws at once'} of {config.name or 'this configuration'} "
+                     f"at n = {sizes['n']}")
     if model == "ge":
-        _ge_coefficients(config.score, config.beta, config.normalisation)
+        ge_coefficients(config)
     tasks = [DrawTask(config, sizes["n"], model, child) for child in np.random.SeedSequence(seed).spawn(draws)]
     if progress is None:
         progress = draws > 1 and sys.stderr.isatty()
-    if executor is None and jobs > 1 and draws > 1:
-        with local_pool(min(jobs, draws)) as pool:
+    if executor is None:
+        with open_executor(min(jobs, draws)) as pool:
             spectra = run_draws(tasks, pool, progress)
     else:
         spectra = run_draws(tasks, executor, progress)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from verification_helpers import mp_law, mp_theory, store_stand_in
 
 from gemhsa_sym.cli import main
 from gemhsa_sym.config import PRESETS
@@ -20,7 +21,6 @@ from gemhsa_sym.sampler import sample
 from gemhsa_sym.verification.claims import ClaimsResult, laws_equal, render_markdown
 from gemhsa_sym.verification.compare import compare
 from gemhsa_sym.verification.sweep import parse_vary, sweep, vary_config
-from verification_helpers import mp_law, mp_theory, store_stand_in
 
 CONFIG = PRESETS["single-head"]
 
@@ -100,7 +100,7 @@ def test_sweep_parsing_and_heads() -> None:
 
 def test_sweep_is_the_same_serially_in_processes_and_on_dask() -> None:
     distributed = pytest.importorskip("distributed")
-    from gemhsa_sym.verification.execute import open_executor
+    from gemhsa_sym.executors import open_executor
 
     vary = [("beta", ["0.5", "1"]), ("heads", ["1", "2"])]
     args = dict(n=48, draws=2, seed=7, theory=False)

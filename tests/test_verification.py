@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import integrate
+from verification_helpers import mp_law
 
 from gemhsa_sym.verification.compare import compare, empirical_ks, empirical_w1
 from gemhsa_sym.verification.theory import Theory
-from verification_helpers import mp_law
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ import argparse
 import os
 
 from gemhsa_sym.cli.common import add_execution_arguments, int_list
-from gemhsa_sym.files import write_atomic
 from gemhsa_sym.config import PRESETS
+from gemhsa_sym.executors import open_executor, show_progress
+from gemhsa_sym.files import write_atomic
 from gemhsa_sym.verification.claims import claims, render_markdown
-from gemhsa_sym.verification.execute import open_executor, show_progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

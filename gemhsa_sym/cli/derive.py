@@ -9,9 +9,9 @@ import time
 import numpy as np
 
 from gemhsa_sym.cli.common import overrides
-from gemhsa_sym.files import write_atomic
 from gemhsa_sym.config import load_config
 from gemhsa_sym.derive import derive
+from gemhsa_sym.files import write_atomic
 from gemhsa_sym.free.latex import document
 
 

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from gemhsa_sym.cli.common import add_config_arguments, add_execution_arguments, config_from_args
-from gemhsa_sym.verification.execute import open_executor, show_progress
+from gemhsa_sym.executors import open_executor, show_progress
 from gemhsa_sym.verification.sweep import MC_KEYS, SweepResult, parse_vary, sweep
 
 

@@ -6,8 +6,8 @@ import argparse
 import json
 
 from gemhsa_sym.cli.common import add_config_arguments, add_execution_arguments, config_from_args, int_list
+from gemhsa_sym.executors import open_executor, show_progress
 from gemhsa_sym.verification.compare import format_report, verify
-from gemhsa_sym.verification.execute import open_executor, show_progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

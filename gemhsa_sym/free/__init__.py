@@ -9,7 +9,7 @@ from .continuation import BranchError
 from .law import Atom, Edge, SpectralLaw, spectral_law
 from .matrices import Dim, Gaussian, ShapeMismatch
 from .pencil import Pencil, linearise
-from .system import W, DysonSystem, dyson_system
+from .system import DysonSystem, W, dyson_system
 
 __all__ = [
     "Atom", "BranchError", "Dim", "DysonSystem", "Edge", "Gaussian", "Pencil", "ShapeMismatch",

@@ -27,7 +27,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .elimination import M, Elimination
+from .elimination import Elimination, M
 from .system import W
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ from typing import Any
 import mpmath
 import sympy as sp
 
-from .system import W, DysonSystem
+from .system import DysonSystem, W
 
 try:
     import flint

@@ -10,6 +10,7 @@ and finite samples of the same matrices for Monte Carlo checks.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,8 +32,9 @@ from .numeric import DOUBLE, MP, NumericSystem
 from .pencil import Pencil, linearise
 from .polynomial_system import PolynomialSystem
 from .reductions import reduce_system
+from .scale import law_scale, norm_bound, to_float
 from .series import moment_series
-from .system import W, DysonSystem, dyson_system
+from .system import DysonSystem, W, dyson_system
 
 __all__ = ["Atom", "Edge", "SpectralLaw", "spectral_law"]
 
@@ -49,6 +51,16 @@ ROOT_ROUNDING = 1e-12
 ATOM_THRESHOLD = 1e-6
 #: Fewest decades down the imaginary axis for the atom's extrapolation.
 ATOM_DECADES = 6
+#: Most digits the engine gives (edges, m(w), densities); fewer are printed from at least WORK_DPS.
+MAX_DPS = 100
+WORK_DPS = 16
+
+
+def check_dps(dps: Any) -> int:
+    """``dps`` as an int in 1..MAX_DPS; ValueError naming dps and the range otherwise."""
+    if isinstance(dps, bool) or not isinstance(dps, (int, np.integer)) or not 1 <= dps <= MAX_DPS:
+        raise ValueError(f"dps: digits must be an integer from 1 to {MAX_DPS}, got {dps!r}")
+    return int(dps)
 
 
 @dataclass(frozen=True)
@@ -111,33 +123,6 @@ def _expression(field: str, value: Any) -> sp.Expr:
     return value if isinstance(value, sp.Expr) else to_number(value, field)
 
 
-def _to_float(expr: Any, values: Mapping[sp.Symbol, Any]) -> float:
-    e = sp.sympify(expr).subs(values) if values else sp.sympify(expr)
-    if e.free_symbols:
-        raise ValueError(f"parameters: no value given for {', '.join(sorted(map(str, e.free_symbols)))}")
-    return float(e)
-
-
-def _norm_bound(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any]) -> float:
-    """||Y|| <= sum over monomials |c| prod sqrt(s)(sqrt(a_rows) + sqrt(a_cols)) (limit of Bai–Yin)."""
-    alpha = {str(d): _to_float(v, values) for d, v in ratios.items()}
-    expanded = without_powers(polynomial.doit().expand())
-    terms = expanded.args if isinstance(expanded, MatAdd) else (expanded,)
-    total = 0.0
-    for term in terms:
-        if isinstance(term, MatMul):
-            c, mats = term.as_coeff_matrices()
-        else:
-            c, mats = sp.S.One, [term]
-        prod = abs(_to_float(c, values))
-        for mat in mats:
-            g = mat.arg if isinstance(mat, Transpose) else mat
-            if isinstance(g, Gaussian):
-                prod *= np.sqrt(_to_float(g.scale, values)) * (np.sqrt(alpha[str(g.rows)]) + np.sqrt(alpha[str(g.cols)]))
-        total += prod
-    return total
-
-
 class SpectralLaw:
     """Limiting law of the eigenvalues of Y^T Y (module docstring)."""
 
@@ -172,16 +157,18 @@ class SpectralLaw:
         generic = {p: sp.Rational(7 + 3 * k, 10) for k, p in enumerate(full.parameters) if p not in self.values}
         probe = {**generic, **self.values}
         if isinstance(model, ExchangeableSum):
-            bound = _norm_bound(model.template, self.ratios, probe) * float(model.heads.subs(probe))
+            bound = norm_bound(model.template, self.ratios, probe) * float(model.heads.subs(probe))
         else:
-            bound = _norm_bound(model, self.ratios, probe)
-        self.scale = bound**2
+            bound = norm_bound(model, self.ratios, probe)
+        self.scale = law_scale(bound**2, full, probe)
         self.full_system = full
         self.system: DysonSystem = reduce_system(full, probe, self.scale) if reduce else full
         self._exact_moments: list[sp.Expr] = []
         self._eliminations: dict[tuple[float, str | None], Any] = {}
         self._exact_atoms: dict[tuple[float, str | None], list[Atom] | None] = {}
         self._polynomial_system: PolynomialSystem | None = None
+        self._edge_cache: dict[int, list[Edge]] = {}
+        self._classified: dict[tuple[int, float], Any] = {}
         self._top = 8.0 * self.scale + 8.0
         self._floor = 1e-13 * self.scale
 
@@ -279,9 +266,12 @@ class SpectralLaw:
         """
         if dps is None:
             w_arr = np.asarray(w, dtype=complex)
+            if not np.all(np.isfinite(w_arr)):
+                raise ValueError("w: points must be finite")
             fast = self._fast
             m = self._branch(w_arr.ravel(), fast)[:, fast.output]
             return m.reshape(w_arr.shape) if w_arr.ndim else complex(m[0])
+        dps = check_dps(dps)
         ws = np.atleast_1d(np.asarray(w, dtype=object))
         out = []
         for z in ws:
@@ -464,9 +454,17 @@ class SpectralLaw:
             curve(m_star)
             return +x[0]
 
-    @functools.lru_cache(maxsize=8)
     def edges(self, dps: int = 30) -> list[Edge]:
-        """Support edges in increasing order, lower and upper alternating, to ``dps`` digits."""
+        """Support edges in increasing order, lower and upper alternating, to ``dps`` digits
+        (computed with at least WORK_DPS, so that fewer digits are a rounding, never a coarser edge)."""
+        dps = check_dps(dps)
+        work = max(dps, WORK_DPS)
+        if work not in self._edge_cache:
+            self._edge_cache[work] = self._edges(work)
+        return [dataclasses.replace(e, digits=min(e.digits, dps)) for e in self._edge_cache[work]]
+
+    def _edges(self, dps: int) -> list[Edge]:
+        """:meth:`edges` at ``dps`` working digits."""
         x, _, g = self._scan
         found: list[Edge] = []
         for a, b, hard in self._intervals:
@@ -680,7 +678,7 @@ class SpectralLaw:
         """Eigenvalues of Y^T Y for finite Gaussian matrices at sizes ratio*N (one row per draw)."""
         sizes = {}
         for d, v in self.ratios.items():
-            s = _to_float(v, self.values) * N
+            s = to_float(v, self.values) * N
             if abs(s - round(s)) > 1e-9 or round(s) < 1:
                 raise ValueError(f"N: ratio * N must be a positive integer for {d}; {N} gives {s}")
             sizes[str(d)] = int(round(s))
@@ -690,7 +688,7 @@ class SpectralLaw:
         for child in np.random.SeedSequence(seed).spawn(draws):
             rng = np.random.default_rng(child)
             real = {
-                g: rng.standard_normal((sizes[str(g.rows)], sizes[str(g.cols)])) * np.sqrt(_to_float(g.scale, self.values) / N)
+                g: rng.standard_normal((sizes[str(g.rows)], sizes[str(g.cols)])) * np.sqrt(to_float(g.scale, self.values) / N)
                 for g in mats
             }
             Y = _evaluate(polynomial, real, sizes, self.values)
@@ -723,10 +721,16 @@ class SpectralLaw:
 
     def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0) -> Any:
         """Real roots of the discriminant of P classified by the physical branch
-        (:func:`.algebraic.classify_edges`); None when there is no P."""
-        return self._algebraic_edges(int(dps), float(time_limit))
+        (:func:`.algebraic.classify_edges`), to ``dps`` digits from at least WORK_DPS; None when there is no P."""
+        dps = check_dps(dps)
+        key = (max(dps, WORK_DPS), float(time_limit))
+        if key not in self._classified:
+            self._classified[key] = self._algebraic_edges(*key)
+        found = self._classified[key]
+        if found is None:
+            return None
+        return dataclasses.replace(found, edges=tuple(dataclasses.replace(e, digits=min(e.digits, dps)) for e in found.edges))
 
-    @functools.lru_cache(maxsize=4)
     def _algebraic_edges(self, dps: int, time_limit: float) -> Any:
         from .algebraic import classify_edges
 
@@ -785,7 +789,7 @@ def _evaluate(expr: MatrixExpr, real: Mapping[Gaussian, np.ndarray], sizes: Mapp
         out = _evaluate(mats[0], real, sizes, values)
         for m in mats[1:]:
             out = out @ _evaluate(m, real, sizes, values)
-        return _to_float(c, values) * out
+        return to_float(c, values) * out
     if isinstance(expr, sp.Identity):
         return np.eye(sizes[str(expr.rows)])
     raise NotImplementedError(f"cannot evaluate {expr}")

@@ -25,10 +25,10 @@ import numpy as np
 import sympy as sp
 
 from gemhsa_sym.config import PRESETS
+from gemhsa_sym.executors import Task, run_tasks
 from gemhsa_sym.parse import parse_number
 
 from .compare import Comparison, compare, draw_tasks, two_sample
-from .execute import Task, run_tasks
 from .theory import PROBES, Theory, theory_task
 
 __all__ = ["CLAIM_PAIRS", "ClaimsResult", "claims", "laws_equal", "render_markdown"]

@@ -33,9 +33,9 @@ import numpy as np
 from scipy import stats
 
 from gemhsa_sym.config import Config
+from gemhsa_sym.executors import Task, run_tasks
 from gemhsa_sym.sampler import DrawTask, run_draw
 
-from .execute import Task, run_tasks
 from .theory import Theory, theory_task
 
 __all__ = ["FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "clean", "compare", "draw_tasks",

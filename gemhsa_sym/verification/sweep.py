@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from gemhsa_sym.config import Config
+from gemhsa_sym.executors import Task, run_tasks
 from gemhsa_sym.sampler import DrawTask, run_draw
 
-from .execute import Task, run_tasks
 from .theory import Theory, theory_task
 
 __all__ = ["SweepPoint", "SweepResult", "parse_vary", "sweep", "vary_config"]

@@ -1,0 +1,45 @@
+"""Memory: what this machine has available, and refusing work that would not fit (docs/conventions.md §6.8).
+
+A draw's memory is estimated from its sizes before anything is allocated
+(:func:`gemhsa_sym.sampler.draw_bytes`); :func:`check_memory` refuses it with the
+estimate and the available memory, instead of letting the machine swap or the
+process be killed.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["available_memory", "check_memory", "human_bytes"]
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new allocations (Linux MemAvailable), or None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def human_bytes(count: float) -> str:
+    """``1.5 GiB``-style text."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(count) < 1024 or unit == "PiB":
+            return f"{count:.3g} {unit}" if unit != "B" else f"{int(count)} B"
+        count /= 1024
+    return f"{count:.3g} PiB"
+
+
+def check_memory(need: float, what: str, field: str = "n") -> None:
+    """ValueError naming ``field`` when ``need`` bytes exceed the available memory."""
+    have = available_memory()
+    if have is not None and need > have:
+        raise ValueError(f"{field}: {what} needs about {human_bytes(need)} of memory; "
+                         f"this machine has {human_bytes(have)} available")
