@@ -39,6 +39,10 @@ KV_MODES: tuple[str, ...] = ("independent", "tied", "correlated")
 OUTPUT_MODES: tuple[str, ...] = ("independent", "keys")
 SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"}
 
+#: Widths (d, d_out, and heads times d_k and d_v) as ratios to n that the engine honours.
+RATIO_RANGE = (sp.Rational(1, 1000), sp.Integer(1000))
+#: Most heads: sharing partitions are stored head by head.
+MAX_HEADS = 10**6
 #: Largest integer accepted for a count (heads, groups, sizes, head indices).
 MAX_INTEGER = 10**12
 
@@ -69,6 +73,12 @@ def _integer(field: str, value: Any) -> int:
     if abs(number) > MAX_INTEGER:
         raise ValueError(f"{field}: {number} is out of range (at most {MAX_INTEGER} in absolute value)")
     return int(number)
+
+
+def _short(number: sp.Expr) -> str:
+    """A number in a message: exact when short, else to 4 digits."""
+    text = str(number)
+    return text if len(text) <= 12 else f"{float(number):.4g}"
 
 
 def _partition(field: str, spec: Any, heads: int) -> Partition:
@@ -184,6 +194,8 @@ class Config:
         heads = _integer("heads", self.heads)
         if heads < 1:
             raise ValueError(f"heads: need at least one head, got {heads}")
+        if heads > MAX_HEADS:
+            raise ValueError(f"heads: at most {MAX_HEADS} heads, got {heads}")
         put("heads", heads)
         for key, value in self._dimension_ratios(heads).items():
             put(key, value)
@@ -266,6 +278,13 @@ class Config:
             if ratio <= 0:
                 raise ValueError(f"{key}: must be positive, got {value}")
             ratios[key] = ratio
+        low, high = RATIO_RANGE
+        for key, width, text in (("d", ratios["d"], "d / n"), ("d_out", ratios["d_out"], "d_out / n"),
+                                 ("d_k", heads * ratios["d_k"], "heads * d_k / n"),
+                                 ("d_v", heads * ratios["d_v"], "heads * d_v / n")):
+            if not low <= width <= high:
+                raise ValueError(f"{key}: {text} = {_short(width)} is outside {low}..{high}, the range of widths "
+                                 "the engine solves reliably")
         return ratios | {"size_n": size_n}
 
     @classmethod
@@ -322,6 +341,17 @@ class Config:
         if data.get("kv") != "independent" and "share_v" not in changes:
             data.pop("share_v", None)
         return Config.from_dict(data)
+
+    def with_heads(self, heads: Any) -> Config:
+        """A copy with ``heads`` heads; where this configuration has H d_k = d, the per-head widths
+        follow (d_k = d / H, and d_v = d_k where d_v equals d_k), so that the total width stays d."""
+        heads = _integer("heads", heads)
+        changes: dict[str, Any] = {"heads": heads}
+        if self.d_k * self.heads == self.d:
+            changes["d_k"] = self.d / heads
+            if self.d_v == self.d_k:
+                changes["d_v"] = self.d / heads
+        return self.replace(**changes)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON- and TOML-able fields; exact numbers as strings (``"1/4"``); None left out."""

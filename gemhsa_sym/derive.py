@@ -8,6 +8,7 @@ import sympy as sp
 
 from .config import Config
 from .free.law import SpectralLaw
+from .free.scale import ScaleError
 from .hermite import HermiteData, hermite_data
 from .model import MU1, SIGMA, gaussian_equivalent
 
@@ -24,7 +25,13 @@ class AttentionLaw(SpectralLaw):
         self.config = config
         ge = gaussian_equivalent(config, heads)
         self.coefficients: HermiteData = ge.coefficients
-        super().__init__(ge.model, ge.ratios, {**ge.values, **(values or {})})
+        try:
+            super().__init__(ge.model, ge.ratios, {**ge.values, **(values or {})})
+        except ScaleError as exc:
+            sigma2 = sp.N(ge.coefficients.sigma2, 3)
+            raise ValueError(f"beta: at beta = {config.beta} the {config.score} score's Gaussian equivalent "
+                             f"(mu_1 = {sp.N(ge.coefficients.mu1, 3)}, sigma^2 = {sigma2}) is out of range: "
+                             f"{str(exc).removeprefix('scale: ')}") from None
 
     def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0) -> dict[str, Any]:
         """The law's record with the configuration and the Gaussian-equivalence coefficients."""

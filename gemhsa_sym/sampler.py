@@ -44,6 +44,7 @@ __all__ = [
     "DRAW_THREADS",
     "DrawTask",
     "draw_bytes",
+    "check_draws",
     "run_draw",
     "run_draws",
     "SampleResult",
@@ -262,6 +263,21 @@ def draw_bytes(config: Config, sizes: dict[str, int], model: str) -> int:
     return 8 * (n * d + weights + projected + per_head + output)
 
 
+def check_draws(tasks: Sequence[DrawTask], workers: int | None) -> None:
+    """Before any work: the draws can be made (sizes, the Gaussian equivalent's coefficients) and the
+    largest of them, ``workers`` at once, fits in the available memory (None: they run elsewhere)."""
+    biggest = 0
+    for task in tasks:
+        sizes = task.config.sizes(task.n)
+        if sizes["n"] < 2:
+            raise ValueError(f"n: the centred output needs at least 2 tokens, got {sizes['n']}")
+        if task.model == "ge":
+            ge_coefficients(task.config)
+        biggest = max(biggest, draw_bytes(task.config, sizes, task.model))
+    if workers is not None and tasks:
+        check_memory(workers * biggest, "a draw" if workers == 1 else f"{workers} draws at once")
+
+
 def run_draws(
     tasks: Sequence[DrawTask], executor: Executor | None = None, progress: bool = False
 ) -> list[np.ndarray]:
@@ -311,10 +327,10 @@ class SampleResult:
             "max": float(self.eigenvalues.max()),
         }
 
-    def save_npz(self, path: str | Path) -> None:
-        """Write eigenvalues and metadata to ``path`` (via a temporary file and a rename)."""
+    def save_npz(self, path: str | Path, field: str = "path") -> None:
+        """Write eigenvalues and metadata to ``path``, whole or not at all (errors name ``field``)."""
         meta = json.dumps(self.to_json_dict())
-        write_atomic_with(path, lambda fh: np.savez(fh, eigenvalues=self.eigenvalues, meta=meta))
+        write_atomic_with(path, lambda fh: np.savez(fh, eigenvalues=self.eigenvalues, meta=meta), field)
 
     @classmethod
     def load_npz(cls, path: str | Path) -> SampleResult:
@@ -350,16 +366,8 @@ def sample(
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{key}: need an integer >= {least}, got {value!r}")
     sizes = config.sizes(n)
-    if sizes["n"] < 2:
-        raise ValueError(f"n: the centred output needs at least 2 tokens, got {sizes['n']}")
-    workers = min(jobs, draws) if executor is None else local_workers(executor)
-    if workers is not None:
-        check_memory(workers * draw_bytes(config, sizes, model),
-                     f"{'a draw' if workers == 1 else f'{workers} draws at once'} of {config.name or 'this configuration'} "
-                     f"at n = {sizes['n']}")
-    if model == "ge":
-        ge_coefficients(config)
     tasks = [DrawTask(config, sizes["n"], model, child) for child in np.random.SeedSequence(seed).spawn(draws)]
+    check_draws(tasks, min(jobs, draws) if executor is None else local_workers(executor))
     if progress is None:
         progress = draws > 1 and sys.stderr.isatty()
     if executor is None:

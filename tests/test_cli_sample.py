@@ -74,7 +74,7 @@ def test_sample_toml_file_and_output(tmp_path, capsys: pytest.CaptureFixture[str
         (["sample", "mha", "--n", "16", "--beta", "nan"], "beta: must be finite"),
         (["sample", "mha", "--n", "16", "--set", "heads"], "set: expected FIELD=VALUE"),
         (["sample", "mha", "--n", "16", "--set", "rho=2"], "rho: "),
-        (["sample", "mha", "--n", "16", "--draws", "0"], "draws: "),
+        (["sample", "mha", "--n", "16", "--draws", "0"], "argument --draws: must be an integer from 1"),
         (["presets", "--toml", "nonesuch"], "config: 'nonesuch'"),
     ],
 )

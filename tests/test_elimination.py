@@ -119,7 +119,8 @@ def test_product_discriminant_roots_to_25_digits():
 
 
 def test_product_edges_are_classified():
-    c = classify_edges(product_law(), elimination_of("product"), dps=30)
+    law = product_law()
+    c = classify_edges(law.density, law.scale, elimination_of("product"), dps=30)
     kinds = [k.kind for k in c.candidates]
     assert kinds == ["outside", "outside", "lower edge", "upper edge"]  # the negative root is not an edge
     assert [e.side for e in c.edges] == ["lower", "upper"] and not c.cusps and not c.gaps
@@ -213,7 +214,7 @@ def test_no_closed_form_above_degree_four():
 
     e = elimination_of("product")
     higher = type(e)(**{**e.__dict__, "degree_m": 7})
-    assert density_closed_form(product_law(), higher) is None
+    assert density_closed_form(product_law().density, product_law().scale, higher) is None
 
 
 @pytest.mark.slow

@@ -29,7 +29,7 @@ def store_stand_in(cache: Path, config: Config, theory: Theory, cdf: bool = True
     """Put ``theory`` in the cache where the theory task of ``config`` looks for it."""
     path = cache_file(cache, config, cdf)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(theory.to_json_dict()))
+    path.write_text(json.dumps({**theory.to_json_dict(), "config": config.to_dict()}))
 
 
 def mp_theory() -> Theory:

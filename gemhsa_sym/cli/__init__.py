@@ -1,19 +1,39 @@
-"""Command-line interface: ``gemhsa-sym COMMAND ...``, a thin layer over the library."""
+"""Command-line interface: ``gemhsa-sym COMMAND ...``, a thin layer over the library.
+
+Errors reach the user as one line: a bad option or configuration (``ValueError``
+naming the field), a missing file, a missing extra or an unreachable scheduler exit
+with status 2 before any work; a computation that fails exits with status 1; an
+interrupt stops the workers, prints one line and exits with status 130.
+``--debug`` shows the traceback instead.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import NoReturn
 
 #: Sub-command modules; each defines ``register(subparsers)``.
 COMMANDS: tuple[str, ...] = ("presets", "sample", "derive", "derivations", "verify", "sweep", "claims")
+#: Exit statuses: bad input, a computation that failed, an interrupt.
+USAGE, FAILED, INTERRUPTED = 2, 1, 130
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``prog: error: message``), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(USAGE)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one sub-parser per command module."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gemhsa-sym",
         description=(
             "Limiting singular-value laws of random multi-head self-attention: "
@@ -21,17 +41,64 @@ def build_parser() -> argparse.ArgumentParser:
             "and Monte Carlo checks against the real softmax layer."
         ),
     )
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"gemhsa_sym.cli.{name}").register(sub)
+    for command in sub.choices.values():
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show the traceback of an error")
     return parser
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: object = None, line: str | None = None) -> None:
+    """Warnings as one line on stderr, ``gemhsa-sym: warning: ...``."""
+    print(f"gemhsa-sym: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``gemhsa-sym`` console script."""
-    args = build_parser().parse_args(argv)
+    """Run one command (module docstring); returns the exit status."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def entry() -> NoReturn:
+    """The ``gemhsa-sym`` console script: :func:`main`, then exit without reacting to a late Ctrl-C
+    (the work is done and written; the interpreter only tears down)."""
+    code = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    """:func:`main` with warnings shown as one line."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a parse error, already printed as one line (2)
+        return exc.code if isinstance(exc.code, int) else USAGE
+    except KeyboardInterrupt:
+        print("gemhsa-sym: interrupted", file=sys.stderr)
+        return INTERRUPTED
     try:
         return int(args.run(args) or 0)
-    except (ValueError, FileNotFoundError, NotImplementedError) as exc:
-        print(f"gemhsa-sym: error: {exc}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        print("gemhsa-sym: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except (ValueError, FileNotFoundError, NotImplementedError, ConnectionError) as exc:
+        if args.debug:
+            raise
+        print(f"gemhsa-sym: error: {_first_line(exc)}", file=sys.stderr)
+        return USAGE
+    except Exception as exc:  # a computation that failed: one line, the traceback with --debug
+        if args.debug:
+            raise
+        print(f"gemhsa-sym: error: {type(exc).__name__}: {_first_line(exc)} (run with --debug for the traceback)",
+              file=sys.stderr)
+        return FAILED

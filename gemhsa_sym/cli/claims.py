@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from gemhsa_sym.cli.common import add_execution_arguments, int_list
+from gemhsa_sym.cli.common import MAX_DRAWS, MAX_SEED, add_execution_arguments, check_outputs, int_list, integer
 from gemhsa_sym.config import PRESETS
 from gemhsa_sym.executors import open_executor, show_progress
 from gemhsa_sym.files import write_atomic
@@ -24,10 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "verdict. Slow: one law per preset."
         ),
     )
-    parser.add_argument("--n", type=int_list, default=[504, 1000, 2000], metavar="N[,N...]",
+    parser.add_argument("--n", type=int_list("n"), default=[504, 1000, 2000], metavar="N[,N...]",
                         help="token counts, each giving integer sizes for every preset (default 504,1000,2000)")
-    parser.add_argument("--draws", type=int, default=2, help="draws per sample set (default 2)")
-    parser.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    parser.add_argument("--draws", type=integer("draws", 1, MAX_DRAWS), default=2, help="draws per sample set (default 2)")
+    parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
     parser.add_argument("--presets", type=_presets, default=tuple(PRESETS), metavar="NAME[,NAME...]",
                         help="presets to derive and draw (default all); claims about others are marked not computed")
     parser.add_argument("--cache", metavar="DIR", help="reuse (and store) the laws' summaries in DIR")
@@ -42,13 +42,14 @@ def _presets(spec: str) -> tuple[str, ...]:
     names = tuple(name.strip() for name in spec.split(",") if name.strip())
     unknown = [name for name in names if name not in PRESETS]
     if unknown or not names:
-        raise ValueError(f"presets: unknown {unknown or spec!r}; choose from {', '.join(PRESETS)}")
+        raise argparse.ArgumentTypeError(f"unknown preset {(unknown or [spec])[0]!r}; choose from {', '.join(PRESETS)}")
     return names
 
 
 def run(args: argparse.Namespace) -> int:
     """Compute and write the report."""
-    with open_executor(args.jobs, args.scheduler) as executor:
+    check_outputs(files=[("out", args.out)], folders=[("cache", args.cache)])
+    with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = claims(args.n, draws=args.draws, seed=args.seed, executor=executor,
                         progress=show_progress(args.quiet), cache=args.cache, presets=args.presets)
     command = f"gemhsa-sym claims --n {','.join(map(str, result.n))} --draws {result.draws} --seed {result.seed}"
@@ -58,7 +59,6 @@ def run(args: argparse.Namespace) -> int:
     if args.out == "-":
         print(text, end="")
     else:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        write_atomic(args.out, text)
+        write_atomic(args.out, text, "out")
         print(f"wrote {args.out}")
     return 0

@@ -1,10 +1,105 @@
-"""Arguments and helpers shared by the sub-commands."""
+"""Arguments and checks shared by the sub-commands (docs/conventions.md §6.8).
+
+Every option is validated when it is parsed, by a type function that raises
+``argparse.ArgumentTypeError`` with the tool's own message, and every output path
+is checked before any work.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
 
 from gemhsa_sym.config import Config, load_config
+from gemhsa_sym.executors import SCHEDULER_TIMEOUT
+from gemhsa_sym.files import check_folder, check_writable
+from gemhsa_sym.free.results import MAX_DPS
+from gemhsa_sym.verification.plots import check_plot
+
+__all__ = [
+    "MAX_DRAWS", "MAX_GRID", "MAX_JOBS", "MAX_SEED", "add_config_arguments", "add_execution_arguments",
+    "check_outputs", "config_from_args", "digits", "finite", "grid", "int_list", "integer", "overrides", "seconds",
+]
+
+#: Most draws per sample set, worker processes, grid points; largest seed.
+MAX_DRAWS = 100_000
+MAX_JOBS = 256
+MAX_GRID = 1_000_000
+MAX_SEED = 2**63 - 1
+
+
+def integer(name: str, least: int, most: int) -> Callable[[str], int]:
+    """A type function: an integer from ``least`` to ``most``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not least <= value <= most:
+            raise argparse.ArgumentTypeError(f"must be an integer from {least} to {most}, got {value}")
+        return value
+
+    parse.__name__ = name
+    return parse
+
+
+def finite(name: str, least: float, most: float = math.inf, open_low: bool = False) -> Callable[[str], float]:
+    """A type function: a finite float in [least, most] (or (least, most] with ``open_low``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value) or value < least or (open_low and value == least) or value > most:
+            low = f"({least:g}" if open_low else f"[{least:g}"
+            raise argparse.ArgumentTypeError(f"must be a finite number in {low}, {most:g}], got {text!r}")
+        return value
+
+    parse.__name__ = name
+    return parse
+
+
+#: Digits of the support edges.
+digits = integer("dps", 1, MAX_DPS)
+#: Seconds for a bounded attempt (elimination, connecting to a scheduler): (0, 3600].
+seconds = finite("seconds", 0.0, 3600.0, open_low=True)
+
+
+def int_list(name: str = "n", least: int = 2, most: int = 10**6) -> Callable[[str], list[int]]:
+    """A type function: ``500,1000,2000`` as a list of integers from ``least`` to ``most``."""
+
+    def parse(text: str) -> list[int]:
+        try:
+            values = [int(item) for item in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer or a comma-separated list of integers, got {text!r}") from None
+        bad = [v for v in values if not least <= v <= most]
+        if bad:
+            raise argparse.ArgumentTypeError(f"every value must be an integer from {least} to {most}, got {bad[0]}")
+        return values
+
+    parse.__name__ = name
+    return parse
+
+
+def grid(text: str) -> np.ndarray:
+    """A type function: ``A:B:K``, K points from A to B (finite, A < B, 1 <= K <= MAX_GRID)."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        a, b, k = float(parts[0]), float(parts[1]), int(parts[2])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A:B:K with numbers A < B and an integer K, got {text!r}") from None
+    if not (math.isfinite(a) and math.isfinite(b) and a < b and 1 <= k <= MAX_GRID):
+        raise argparse.ArgumentTypeError(f"expected finite A < B and 1 <= K <= {MAX_GRID}, got {text!r}")
+    return np.linspace(a, b, k)
 
 
 def overrides(args: argparse.Namespace) -> dict[str, str]:
@@ -12,7 +107,7 @@ def overrides(args: argparse.Namespace) -> dict[str, str]:
     changes = {}
     for item in args.set:
         field, sep, value = item.partition("=")
-        if not sep:
+        if not sep or not field.strip():
             raise ValueError(f"set: expected FIELD=VALUE, got {item!r}")
         changes[field.strip()] = value.strip()
     if args.beta is not None:
@@ -38,21 +133,26 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--jobs``, ``--scheduler`` and ``--quiet``."""
-    parser.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
+    """``--jobs``, ``--scheduler``, ``--scheduler-timeout`` and ``--quiet``."""
+    parser.add_argument("--jobs", type=integer("jobs", 1, MAX_JOBS), default=1, help="local worker processes (default 1)")
     parser.add_argument(
         "--scheduler", metavar="ADDRESS",
         help="submit the tasks to this Dask distributed scheduler (needs the 'dask' extra) instead of local processes",
     )
+    parser.add_argument("--scheduler-timeout", type=seconds, default=SCHEDULER_TIMEOUT, metavar="SECONDS",
+                        help=f"give up on a scheduler that does not answer within this time (default {SCHEDULER_TIMEOUT:g})")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def int_list(spec: str) -> list[int]:
-    """``500,1000,2000`` as a list of integers."""
-    try:
-        values = [int(item) for item in spec.split(",")]
-    except ValueError:
-        raise ValueError(f"n: expected an integer or a comma-separated list of integers, got {spec!r}") from None
-    if any(v < 2 for v in values):
-        raise ValueError(f"n: token counts must be at least 2, got {spec!r}")
-    return values
+def check_outputs(files: Sequence[tuple[str, Any]] = (), folders: Sequence[tuple[str, Any]] = (),
+                  plots: Sequence[tuple[str, Any]] = ()) -> None:
+    """Before any work: each (option, path) given can be written (files, folders, figures)."""
+    for field, path in files:
+        if path is not None and path != "-":
+            check_writable(path, field)
+    for field, path in folders:
+        if path is not None:
+            check_folder(path, field)
+    for field, path in plots:
+        if path is not None:
+            check_plot(path, field)

@@ -6,13 +6,12 @@ import argparse
 import json
 import time
 
-import numpy as np
-
-from gemhsa_sym.cli.common import overrides
-from gemhsa_sym.config import load_config
+from gemhsa_sym.cli.common import add_config_arguments, check_outputs, config_from_args, digits, grid, integer, seconds
+from gemhsa_sym.config import MAX_HEADS
 from gemhsa_sym.derive import derive
 from gemhsa_sym.files import write_atomic
 from gemhsa_sym.free.latex import document
+from gemhsa_sym.free.results import MAX_DPS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,51 +29,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "support edges and atoms, and with --grid the density."
         ),
     )
-    parser.add_argument("config", metavar="CONFIG", help="preset name (see `gemhsa-sym presets`) or TOML file")
-    parser.add_argument("--beta", help="inverse temperature, overriding the config's")
-    parser.add_argument("--heads", type=int, help="number of heads, overriding the config's (d_k follows H d_k = d)")
-    parser.add_argument("--set", metavar="FIELD=VALUE", action="append", default=[], help="override a configuration field (repeatable)")
-    parser.add_argument("--grid", metavar="A:B:K", help="density table on K points from A to B")
-    parser.add_argument("--dps", type=int, default=30, help="digits of the support edges (default 30)")
+    add_config_arguments(parser)
+    parser.add_argument("--heads", type=integer("heads", 1, MAX_HEADS),
+                        help="number of heads, overriding the config's (d_k and d_v follow H d_k = d when the config has it)")
+    parser.add_argument("--grid", metavar="A:B:K", type=grid, help="density table on K points from A to B")
+    parser.add_argument("--dps", type=digits, default=30, help=f"digits of the support edges, 1 to {MAX_DPS} (default 30)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--latex", metavar="FILE", help="write a standalone LaTeX document of the derivation")
-    parser.add_argument("--time-limit", type=float, default=20.0, help="seconds allowed to each elimination attempt for P(m, w) (default 20)")
+    parser.add_argument("--time-limit", type=seconds, default=20.0, metavar="SECONDS",
+                        help="seconds allowed to each elimination attempt for P(m, w) (default 20, at most 3600)")
     parser.set_defaults(run=run)
-
-
-def _grid(spec: str) -> np.ndarray:
-    try:
-        a, b, k = spec.split(":")
-        grid = np.linspace(float(a), float(b), int(k))
-    except ValueError:
-        raise ValueError(f"grid: expected A:B:K with numbers A < B and an integer K, got {spec!r}") from None
-    if not (grid.size >= 1 and float(a) < float(b)):
-        raise ValueError(f"grid: expected A < B and K >= 1, got {spec!r}")
-    return grid
 
 
 def run(args: argparse.Namespace) -> int:
     """Derive, solve and report."""
-    config = load_config(args.config)
-    changes = overrides(args)
+    check_outputs(files=[("latex", args.latex)])
+    config = config_from_args(args)
     if args.heads is not None:
-        ratios = config.ratios()
-        changes["heads"] = args.heads
-        if ratios["d_k"] * config.heads == ratios["d"]:
-            changes["d_k"] = ratios["d"] / args.heads
-            changes["d_v"] = ratios["d"] / args.heads
-    if changes:
-        config = config.replace(**changes)
-    grid = _grid(args.grid) if args.grid else None
+        config = config.with_heads(args.heads)
+    points = args.grid
     start = time.perf_counter()
     law = derive(config)
     derived = time.perf_counter() - start
     report = law.record(args.dps, time_limit=args.time_limit)
     report["timing"] = {"derive_s": derived, "total_s": time.perf_counter() - start}
-    if grid is not None:
-        report["density"] = {"x": grid.tolist(), "density": law.density(grid).tolist()}
+    if points is not None:
+        report["density"] = {"x": points.tolist(), "density": law.density(points).tolist()}
     if args.latex:
-        write_atomic(args.latex, document(report))
+        write_atomic(args.latex, document(report), "latex")
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -94,9 +76,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"edge ({e['side']}{', hard' if e['hard'] else ''}, {report['edge_method']}): {e['location']}")
     for a in report["atoms"]:
         print(f"atom at {a['location']:g}: mass {a['mass']:.12g}" + (f" = {a['exact']}" if a["exact"] is not None else ""))
-    if grid is not None:
+    if points is not None:
         print("x\tdensity")
-        for x, r in zip(grid, report["density"]["density"]):
+        for x, r in zip(points, report["density"]["density"]):
             print(f"{x:.8g}\t{r:.12g}")
     print(f"derived in {derived:.2f} s, solved in {report['timing']['total_s'] - derived:.2f} s")
     return 0

@@ -6,8 +6,16 @@ import argparse
 import json
 import time
 
-from gemhsa_sym.cli.common import overrides
-from gemhsa_sym.config import load_config
+from gemhsa_sym.cli.common import (
+    MAX_DRAWS,
+    MAX_JOBS,
+    MAX_SEED,
+    add_config_arguments,
+    check_outputs,
+    config_from_args,
+    integer,
+    overrides,
+)
 from gemhsa_sym.sampler import MODELS, sample
 
 
@@ -25,20 +33,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--model softmax draws the real layer; --model ge replaces n A^h by\n"
             "c_0 11^T + mu_1 S0^h + sigma Z^h (Gaussian equivalence) with the same X and weights.\n"
             "Other normalisations are rescalings: Y_c^T Y_c has n times these eigenvalues.\n"
-            "Draw i uses child i of SeedSequence(seed): results do not depend on --jobs."
+            "Draw i uses child i of SeedSequence(seed) and one BLAS thread: the eigenvalues are\n"
+            "bit for bit the same whatever --jobs. The memory of the draws that run at once is\n"
+            "checked against the available memory before any work."
         ),
     )
-    parser.add_argument("config", metavar="CONFIG", help="preset name (see `gemhsa-sym presets`) or TOML file")
-    parser.add_argument("--n", type=int, help="token count n; other sizes scale with it (default: the config's)")
-    parser.add_argument("--draws", type=int, default=1, help="independent draws (default 1)")
-    parser.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    add_config_arguments(parser)
+    parser.add_argument("--n", type=integer("n", 2, 10**6), help="token count n; other sizes scale with it (default: the config's)")
+    parser.add_argument("--draws", type=integer("draws", 1, MAX_DRAWS), default=1, help="independent draws (default 1)")
+    parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
     parser.add_argument("--model", choices=MODELS, default="softmax", help="layer to draw (default softmax)")
-    parser.add_argument("--beta", help="inverse temperature, overriding the config's (e.g. 1.5 or 3/2)")
-    parser.add_argument(
-        "--set", metavar="FIELD=VALUE", action="append", default=[],
-        help="override a configuration field, e.g. --set heads=8 --set share_k=all (repeatable)",
-    )
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--jobs", type=integer("jobs", 1, MAX_JOBS), default=1, help="worker processes (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     parser.add_argument("--out", metavar="FILE.npz", help="save the eigenvalues of every draw and the metadata")
@@ -47,10 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Sample, then print JSON or a summary and optionally save the spectra."""
-    config = load_config(args.config)
+    check_outputs(files=[("out", args.out)])
+    config = config_from_args(args)
     changes = overrides(args)
-    if changes:
-        config = config.replace(**changes)
     start = time.perf_counter()
     result = sample(
         config, n=args.n, draws=args.draws, seed=args.seed, model=args.model,
@@ -58,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     )
     elapsed = time.perf_counter() - start
     if args.out:
-        result.save_npz(args.out)
+        result.save_npz(args.out, "out")
     summary = result.to_json_dict()
     if args.json:
         print(json.dumps(summary))

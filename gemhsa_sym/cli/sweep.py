@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from gemhsa_sym.cli.common import add_config_arguments, add_execution_arguments, config_from_args
+from gemhsa_sym.cli.common import (
+    MAX_DRAWS,
+    MAX_SEED,
+    add_config_arguments,
+    add_execution_arguments,
+    check_outputs,
+    config_from_args,
+    integer,
+)
 from gemhsa_sym.executors import open_executor, show_progress
 from gemhsa_sym.verification.sweep import MC_KEYS, SweepResult, parse_vary, sweep
 
@@ -24,11 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     add_config_arguments(parser)
-    parser.add_argument("--vary", action="append", type=parse_vary, required=True, metavar="FIELD=A:B:K|V1,V2,...",
+    parser.add_argument("--vary", action="append", type=_vary, required=True, metavar="FIELD=A:B:K|V1,V2,...",
                         help="a parameter and its values, e.g. beta=0.25:1.5:6 or heads=1,2,4,8 (repeatable)")
-    parser.add_argument("--n", type=int, default=1000, help="token count of the Monte Carlo points (default 1000)")
-    parser.add_argument("--draws", type=int, default=2, help="draws per point and model (default 2)")
-    parser.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    parser.add_argument("--n", type=integer("n", 2, 10**6), default=1000, help="token count of the Monte Carlo points (default 1000)")
+    parser.add_argument("--draws", type=integer("draws", 1, MAX_DRAWS), default=2, help="draws per point and model (default 2)")
+    parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
     parser.add_argument("--no-mc", action="store_true", help="theory only")
     parser.add_argument("--no-theory", action="store_true", help="Monte Carlo only")
     parser.add_argument("--cache", metavar="DIR", help="reuse (and store) the laws' summaries in DIR")
@@ -36,6 +44,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_execution_arguments(parser)
     parser.set_defaults(run=run)
+
+
+def _vary(spec: str) -> tuple[str, list[str]]:
+    """``--vary`` through :func:`parse_vary`, its error as argparse's."""
+    try:
+        return parse_vary(spec)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("vary: ")) from None
 
 
 def _table(result: SweepResult) -> str:
@@ -59,8 +75,9 @@ def _table(result: SweepResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Sweep, then print the table or JSON and optionally plot."""
+    check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
     config = config_from_args(args)
-    with open_executor(args.jobs, args.scheduler) as executor:
+    with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = sweep(config, args.vary, n=None if args.no_mc else args.n, draws=args.draws, seed=args.seed,
                        theory=not args.no_theory, executor=executor, progress=show_progress(args.quiet),
                        cache=args.cache)

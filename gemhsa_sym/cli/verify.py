@@ -5,7 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 
-from gemhsa_sym.cli.common import add_config_arguments, add_execution_arguments, config_from_args, int_list
+from gemhsa_sym.cli.common import (
+    MAX_DRAWS,
+    MAX_SEED,
+    add_config_arguments,
+    add_execution_arguments,
+    check_outputs,
+    config_from_args,
+    finite,
+    int_list,
+    integer,
+)
 from gemhsa_sym.executors import open_executor, show_progress
 from gemhsa_sym.verification.compare import format_report, verify
 
@@ -28,11 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     add_config_arguments(parser)
-    parser.add_argument("--n", type=int_list, default=[2000], metavar="N[,N...]", help="token counts (default 2000)")
-    parser.add_argument("--draws", type=int, default=3, help="independent draws per sample set (default 3)")
-    parser.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
-    parser.add_argument("--edge-tol", type=float, default=0.05,
-                        help="relative widening of the support before an eigenvalue counts as an outlier (default 0.05)")
+    parser.add_argument("--n", type=int_list("n"), default=[2000], metavar="N[,N...]", help="token counts (default 2000)")
+    parser.add_argument("--draws", type=integer("draws", 1, MAX_DRAWS), default=3, help="independent draws per sample set (default 3)")
+    parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
+    parser.add_argument("--edge-tol", type=finite("edge_tol", 0.0, 10.0), default=0.05,
+                        help="relative widening of the support before an eigenvalue counts as an outlier (default 0.05, at most 10)")
     parser.add_argument("--cache", metavar="DIR", help="reuse (and store) the law's summary in DIR")
     parser.add_argument("--plot", metavar="FILE", help="write a figure (.png or .pdf; needs the 'plot' extra)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -42,8 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Verify, then print the table or JSON and optionally plot."""
+    check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
     config = config_from_args(args)
-    with open_executor(args.jobs, args.scheduler) as executor:
+    with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = verify(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
                         progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache)
     if args.plot:

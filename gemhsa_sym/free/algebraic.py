@@ -6,7 +6,7 @@ root escapes to infinity, e.g. a hard edge at 0). Not every such root is an
 edge: the discriminant also vanishes where two *other* sheets meet, or
 inside the support. Each real root is classified by the physical branch,
 i.e. by the density just left and right of it (the numeric continuation of
-:class:`~.law.SpectralLaw`): a lower or upper edge where the density turns on
+:class:`~.law.SpectralLaw`, passed in as a function): a lower or upper edge where the density turns on
 or off, a cusp where it touches zero inside the support, otherwise not an
 edge (outside or inside the support). Roots come from the exact discriminant
 (factored over Q; symbols standing for irrational constants substituted at
@@ -19,19 +19,18 @@ the support (checked numerically at several points of every interval).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mpmath
 import numpy as np
 import sympy as sp
 
 from .elimination import Elimination, M
+from .results import Edge
 from .system import W
-
-if TYPE_CHECKING:
-    from .law import Edge, SpectralLaw
 
 try:
     import flint
@@ -133,34 +132,37 @@ def discriminant_roots(elimination: Elimination, dps: int = 30) -> list[mpmath.m
         return sorted({+r for r in roots})
 
 
-def _density(law: SpectralLaw, x: float) -> float:
-    """The physical density at x (0 off the positive reals and at a point the continuation cannot reach)."""
-    return float(law.density(np.array([x]))[0])
+#: The physical density of a law on an array of real points.
+Density = Callable[[np.ndarray], np.ndarray]
 
 
-def classify_edges(law: SpectralLaw, elimination: Elimination, dps: int = 30) -> EdgeClassification:
-    """Classify the real discriminant roots by the physical branch (module docstring)."""
-    from .law import Edge
+def _density(density: Density, x: float) -> float:
+    """The physical density at x."""
+    return float(density(np.array([x]))[0])
 
+
+def classify_edges(density: Density, scale: float, elimination: Elimination, dps: int = 30) -> EdgeClassification:
+    """Classify the real discriminant roots by the physical ``density`` of a law of the given ``scale``
+    (its norm bound: the unit of the thresholds; module docstring)."""
     roots = discriminant_roots(elimination, dps)
-    zero = ZERO_DENSITY / law.scale
+    zero = ZERO_DENSITY / scale
     candidates: list[Candidate] = []
     edges: list[Edge] = []
     cusps: list[mpmath.mpf] = []
     for k, r in enumerate(roots):
         x = float(r)
         gaps = [abs(x - float(o)) for j, o in enumerate(roots) if j != k]
-        delta = min([PROBE * (law.scale + abs(x))] + [0.3 * g for g in gaps if g > 0])
-        left, right = _density(law, x - delta), _density(law, x + delta)
+        delta = min([PROBE * (scale + abs(x))] + [0.3 * g for g in gaps if g > 0])
+        left, right = _density(density, x - delta), _density(density, x + delta)
         if left <= zero < right:
             kind = "lower edge"
-            hard = x == 0 and _density(law, delta / 100) > 2 * right
+            hard = x == 0 and _density(density, delta / 100) > 2 * right
             edges.append(Edge(r, "lower", hard=hard, digits=dps))
         elif right <= zero < left:
             kind = "upper edge"
             edges.append(Edge(r, "upper", digits=dps))
         elif left > zero and right > zero:
-            at = _density(law, x) if x != 0 else 0.0
+            at = _density(density, x) if x != 0 else 0.0
             kind = "cusp" if at < 1e-3 * min(left, right) else "inside"
             if kind == "cusp":
                 cusps.append(r)
@@ -171,7 +173,8 @@ def classify_edges(law: SpectralLaw, elimination: Elimination, dps: int = 30) ->
     return EdgeClassification(tuple(candidates), tuple(edges), tuple(cusps), gaps_found, discriminant(elimination))
 
 
-def density_closed_form(law: SpectralLaw, elimination: Elimination, x: sp.Symbol | None = None, points: int = 48) -> sp.Expr | None:
+def density_closed_form(density: Density, scale: float, elimination: Elimination, x: sp.Symbol | None = None,
+                        points: int = 48) -> sp.Expr | None:
     """The density as a SymPy expression in ``x`` from the radical roots of P (degree <= 4 in m).
 
     The physical root is continuous, but the radical expressions of Cardano and Ferrari
@@ -191,21 +194,21 @@ def density_closed_form(law: SpectralLaw, elimination: Elimination, x: sp.Symbol
     if sum(roots.values()) != elimination.degree_m:
         return None
     candidates = [(sp.lambdify(W, r, "mpmath"), r.subs(W, x)) for r in roots]
-    edges = list(classify_edges(law, elimination, 30).edges)
+    edges = list(classify_edges(density, scale, elimination, 30).edges)
     pieces: list[tuple[sp.Expr, sp.Boolean]] = []
     for lo, hi in zip(edges[::2], edges[1::2]):
         a, b = float(lo.location), float(hi.location)
         xs = a + (b - a) * (0.5 - 0.5 * np.cos(np.pi * (np.arange(points) + 0.5) / points))
-        want = law.density(xs)
-        scale = float(np.max(want))
+        want = density(xs)
+        largest = float(np.max(want))
         runs: list[tuple[int, sp.Float]] = []  # (candidate, start of its run)
         previous = a
         for v, rho in zip(xs, want):
-            if not (runs and _matches(candidates[runs[-1][0]], v, rho, scale)):
-                found = next((k for k, c in enumerate(candidates) if _matches(c, v, rho, scale)), None)
+            if not (runs and _matches(candidates[runs[-1][0]], v, rho, largest)):
+                found = next((k for k, c in enumerate(candidates) if _matches(c, v, rho, largest)), None)
                 if found is None:
                     return None
-                start = sp.Float(lo.location, 30) if not runs else _switch(law, candidates[runs[-1][0]], previous, v, scale)
+                start = sp.Float(lo.location, 30) if not runs else _switch(density, candidates[runs[-1][0]], previous, v, largest)
                 runs.append((found, start))
             previous = v
         bounds = [start for _, start in runs] + [sp.Float(hi.location, 30)]
@@ -221,13 +224,13 @@ def _matches(candidate: tuple[Any, sp.Expr], v: float, rho: float, scale: float)
     return abs(value - rho) <= 1e-9 * abs(rho) + 1e-12 * scale
 
 
-def _switch(law: SpectralLaw, old: tuple[Any, sp.Expr], left: float, right: float, scale: float) -> sp.Float:
+def _switch(density: Density, old: tuple[Any, sp.Expr], left: float, right: float, scale: float) -> sp.Float:
     """The point in (left, right] where ``old`` stops giving the density (bisection to 1e-14)."""
     for _ in range(60):
         if right - left <= 1e-14 * max(abs(right), 1.0):
             break
         mid = (left + right) / 2
-        if _matches(old, mid, float(law.density(np.array([mid]))[0]), scale):
+        if _matches(old, mid, _density(density, mid), scale):
             left = mid
         else:
             right = mid

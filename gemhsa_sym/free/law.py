@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -23,7 +22,9 @@ import sympy as sp
 from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 
 from ..parse import to_number
+from .algebraic import EdgeClassification, atom_masses, classify_edges, density_closed_form
 from .continuation import BranchError, follow_branch, follow_rays, newton_solve
+from .elimination import Elimination, M, eliminate
 from .exchangeable import ExchangeableSum, exchangeable_system
 from .integrals import Band, Core, band, core
 from .latex import document, terms_of
@@ -32,6 +33,7 @@ from .numeric import DOUBLE, MP, NumericSystem
 from .pencil import Pencil, linearise
 from .polynomial_system import PolynomialSystem
 from .reductions import reduce_system
+from .results import WORK_DPS, Atom, Edge, check_dps
 from .scale import law_scale, norm_bound, to_float
 from .series import moment_series
 from .system import DysonSystem, W, dyson_system
@@ -51,51 +53,6 @@ ROOT_ROUNDING = 1e-12
 ATOM_THRESHOLD = 1e-6
 #: Fewest decades down the imaginary axis for the atom's extrapolation.
 ATOM_DECADES = 6
-#: Most digits the engine gives (edges, m(w), densities); fewer are printed from at least WORK_DPS.
-MAX_DPS = 100
-WORK_DPS = 16
-
-
-def check_dps(dps: Any) -> int:
-    """``dps`` as an int in 1..MAX_DPS; ValueError naming dps and the range otherwise."""
-    if isinstance(dps, bool) or not isinstance(dps, (int, np.integer)) or not 1 <= dps <= MAX_DPS:
-        raise ValueError(f"dps: digits must be an integer from 1 to {MAX_DPS}, got {dps!r}")
-    return int(dps)
-
-
-@dataclass(frozen=True)
-class Atom:
-    """A point mass; ``exact`` is a rational when the numeric mass was identified with one."""
-
-    location: float
-    mass: float
-    error: float
-    exact: sp.Rational | None = None
-
-
-@dataclass(frozen=True)
-class Edge:
-    """A support edge: ``side`` is 'lower' or 'upper'; ``hard`` for an edge at 0 where the density diverges.
-
-    ``refined`` is False when the fold refinement failed and the edge comes from
-    bisection of the density's sign change in double precision (about 1e-12).
-    ``digits``: the significant digits of ``location``, those its repr prints.
-    """
-
-    location: mpmath.mpf
-    side: str
-    hard: bool = False
-    refined: bool = True
-    digits: int = 15
-
-    def __float__(self) -> float:
-        return float(self.location)
-
-    def __repr__(self) -> str:
-        return (f"Edge(location={mpmath.nstr(self.location, self.digits)}, side={self.side!r}, "
-                f"hard={self.hard}, refined={self.refined})")
-
-
 def _power_law_limit(a: np.ndarray) -> tuple[float, float]:
     """The limit of a_k = A + C r^k (0 < r < 1: a(y) at y decreasing by decades, near a hard edge)
     by Aitken's delta-squared on the last three decades, and its change from the triple before
@@ -160,9 +117,11 @@ class SpectralLaw:
             bound = norm_bound(model.template, self.ratios, probe) * float(model.heads.subs(probe))
         else:
             bound = norm_bound(model, self.ratios, probe)
-        self.scale = law_scale(bound**2, full, probe)
+        #: Y = 0 at these values (e.g. an attention layer at beta = 0): the law is the point mass at 0.
+        self.zero = bound == 0
+        self.scale = 0.0 if self.zero else law_scale(bound * bound, full, probe)
         self.full_system = full
-        self.system: DysonSystem = reduce_system(full, probe, self.scale) if reduce else full
+        self.system: DysonSystem = reduce_system(full, probe, self.scale) if reduce and not self.zero else full
         self._exact_moments: list[sp.Expr] = []
         self._eliminations: dict[tuple[float, str | None], Any] = {}
         self._exact_atoms: dict[tuple[float, str | None], list[Atom] | None] = {}
@@ -206,8 +165,6 @@ class SpectralLaw:
         if not found:
             return self._double
         if self._polynomial_system is None:
-            from .elimination import M
-
             self._polynomial_system = PolynomialSystem.build(found[0].specialised(), M, W, self._double)
         return self._polynomial_system
 
@@ -268,6 +225,10 @@ class SpectralLaw:
             w_arr = np.asarray(w, dtype=complex)
             if not np.all(np.isfinite(w_arr)):
                 raise ValueError("w: points must be finite")
+            if self.zero:  # the point mass at 0
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    m0 = 1.0 / w_arr
+                return m0 if w_arr.ndim else complex(m0)
             fast = self._fast
             m = self._branch(w_arr.ravel(), fast)[:, fast.output]
             return m.reshape(w_arr.shape) if w_arr.ndim else complex(m[0])
@@ -276,6 +237,10 @@ class SpectralLaw:
         out = []
         for z in ws:
             z = mpmath.mpmathify(z)
+            if self.zero:
+                with mpmath.workdps(dps):
+                    out.append(1 / z)
+                continue
             conj = z.imag < 0
             zz = mpmath.conj(z) if conj else z
             g0 = self._branch(np.array([complex(zz)]))[0]
@@ -329,6 +294,8 @@ class SpectralLaw:
             change = np.abs(np.diff(a))[12:]  # change into decade k + 13, k >= 0
             best = 13 + int(np.argmin(change))
             mass, err = a[best], float(change[best - 13])
+            if mass < ATOM_THRESHOLD + 10 * err:  # not resolved from zero: no atom within the estimate's accuracy
+                return None
         frac = Fraction(mass).limit_denominator(10_000)
         exact = sp.Rational(frac.numerator, frac.denominator) if abs(float(frac) - mass) <= max(10 * err, 1e-12) else None
         if exact == 0:  # the estimate is still decaying: no atom within its accuracy
@@ -338,6 +305,8 @@ class SpectralLaw:
     def atoms(self) -> list[Atom]:
         """Point masses of the law (at zero when Y^T Y is rank deficient): exact from P(m, w) when an
         elimination has found it already (:meth:`algebraic_atoms`), else by descent down the imaginary axis."""
+        if self.zero:
+            return [Atom(0.0, 1.0, 0.0, sp.Integer(1))]
         found = [key for key, e in self._eliminations.items() if e.polynomial is not None]
         if found and found[0] not in self._exact_atoms:
             self._exact_atoms[found[0]] = self._atoms_from(self._eliminations[found[0]])
@@ -465,6 +434,8 @@ class SpectralLaw:
 
     def _edges(self, dps: int) -> list[Edge]:
         """:meth:`edges` at ``dps`` working digits."""
+        if self.zero:
+            return []
         x, _, g = self._scan
         found: list[Edge] = []
         for a, b, hard in self._intervals:
@@ -597,6 +568,8 @@ class SpectralLaw:
         """
         if k < 1:
             raise ValueError("k: need at least one moment")
+        if self.zero:
+            return np.zeros(k)
         radius = 1.25 * self._top_of_support
         theta = np.pi * (np.arange(points // 2) + 0.5) / (points // 2)
         w = radius * np.exp(1j * theta)
@@ -712,11 +685,12 @@ class SpectralLaw:
         Cached per (time_limit, backend). Once P is found, double-precision :meth:`stieltjes`
         and :meth:`density` follow its root (:class:`.polynomial_system.PolynomialSystem`).
         """
-        from .elimination import eliminate
-
         key = (float(time_limit), backend)
         if key not in self._eliminations:
-            self._eliminations[key] = eliminate(self.system, self.values, self._solutions(), key[0], backend)
+            if self.zero:  # m(w) = 1/w
+                self._eliminations[key] = Elimination(M * W - 1, None, 1, 1, (), {}, {}, {}, "exact", 0.0)
+            else:
+                self._eliminations[key] = eliminate(self.system, self.values, self._solutions(), key[0], backend)
         return self._eliminations[key]
 
     def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0) -> Any:
@@ -732,10 +706,10 @@ class SpectralLaw:
         return dataclasses.replace(found, edges=tuple(dataclasses.replace(e, digits=min(e.digits, dps)) for e in found.edges))
 
     def _algebraic_edges(self, dps: int, time_limit: float) -> Any:
-        from .algebraic import classify_edges
-
         elimination = self.algebraic(time_limit)
-        return None if elimination.polynomial is None else classify_edges(self, elimination, dps)
+        if self.zero:
+            return EdgeClassification((), (), (), (), sp.Integer(1))
+        return None if elimination.polynomial is None else classify_edges(self.density, self.scale, elimination, dps)
 
     def algebraic_atoms(self, time_limit: float = 20.0) -> list[Atom] | None:
         """The atom at zero from P (:func:`.algebraic.atom_masses`): exact, with the physical candidate
@@ -745,8 +719,6 @@ class SpectralLaw:
 
     def _atoms_from(self, elimination: Any) -> list[Atom] | None:
         """:meth:`algebraic_atoms` for a given elimination result."""
-        from .algebraic import atom_masses
-
         if elimination.polynomial is None:
             return None
         masses = atom_masses(elimination)
@@ -769,10 +741,8 @@ class SpectralLaw:
 
     def density_closed_form(self, x: sp.Symbol | None = None, time_limit: float = 20.0) -> sp.Expr | None:
         """The density in radicals where P has degree <= 4 in m (:func:`.algebraic.density_closed_form`)."""
-        from .algebraic import density_closed_form
-
         elimination = self.algebraic(time_limit)
-        return None if elimination.polynomial is None else density_closed_form(self, elimination, x)
+        return None if elimination.polynomial is None else density_closed_form(self.density, self.scale, elimination, x)
 
 
 def _evaluate(expr: MatrixExpr, real: Mapping[Gaussian, np.ndarray], sizes: Mapping[str, int], values: Mapping[sp.Symbol, Any]) -> np.ndarray:

@@ -24,7 +24,7 @@ from .numeric import DOUBLE, NumericSystem
 from .series import moment_series
 from .system import DysonSystem
 
-__all__ = ["LOOSE", "MARGIN", "law_scale", "norm_bound", "to_float"]
+__all__ = ["LOOSE", "MARGIN", "SCALE_RANGE", "ScaleError", "law_scale", "norm_bound", "to_float"]
 
 #: The norm bound counts as loose above this many times sqrt(mu_2).
 LOOSE = 1e6
@@ -32,6 +32,12 @@ LOOSE = 1e6
 MARGIN = 1e3
 #: Density below this over the scale counts as outside the support.
 OUTSIDE = 1e-8
+#: Scales the double-precision continuation solves: beyond, products of its unknowns over- or underflow.
+SCALE_RANGE = (1e-30, 1e20)
+
+
+class ScaleError(ValueError):
+    """The law's scale lies outside :data:`SCALE_RANGE`."""
 
 
 def to_float(expr: Any, values: Mapping[sp.Symbol, Any]) -> float:
@@ -63,9 +69,18 @@ def norm_bound(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mappin
 
 
 def law_scale(bound: float, full: DysonSystem, values: Mapping[sp.Symbol, Any]) -> float:
-    """``bound`` (the squared norm bound), or the verified tighter scale of the module docstring."""
-    if not np.isfinite(bound):
-        raise ValueError(f"ratios: the norm bound of the model is not finite ({bound}); the parameters are out of range")
+    """``bound`` (the squared norm bound), or the verified tighter scale of the module docstring;
+    ScaleError when it lies outside :data:`SCALE_RANGE`."""
+    scale = _tightened(bound, full, values) if np.isfinite(bound) else bound
+    low, high = SCALE_RANGE
+    if not low <= scale <= high:
+        raise ScaleError(f"scale: the law extends to about {scale:.3g}, outside the range {low:g} to {high:g} "
+                         "that the double-precision solver covers")
+    return scale
+
+
+def _tightened(bound: float, full: DysonSystem, values: Mapping[sp.Symbol, Any]) -> float:
+    """The scale of the module docstring for a finite ``bound``."""
     if bound <= LOOSE:  # the law would need sqrt(mu_2) < 1 to count as loose; keep the bound
         return bound
     second = to_float(moment_series(full, 2)[1], values)

@@ -25,8 +25,9 @@ import numpy as np
 import sympy as sp
 
 from gemhsa_sym.config import PRESETS
-from gemhsa_sym.executors import Task, run_tasks
+from gemhsa_sym.executors import Task, local_workers, run_tasks
 from gemhsa_sym.parse import parse_number
+from gemhsa_sym.sampler import check_draws
 
 from .compare import Comparison, compare, draw_tasks, two_sample
 from .theory import PROBES, Theory, theory_task
@@ -90,6 +91,7 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
             for model, group in draw_tasks(PRESETS[name], value, draws, seed).items():
                 layout.append((name, value, model, len(tasks), len(group)))
                 tasks += group
+    check_draws([args[0] for _, args in tasks[len(presets):]], local_workers(executor))
     results = run_tasks(tasks, executor, progress, desc="claims")
     theories = dict(zip(presets, results[: len(presets)]))
     comparisons: dict[str, list[Comparison]] = {}

@@ -33,8 +33,8 @@ import numpy as np
 from scipy import stats
 
 from gemhsa_sym.config import Config
-from gemhsa_sym.executors import Task, run_tasks
-from gemhsa_sym.sampler import DrawTask, run_draw
+from gemhsa_sym.executors import Task, local_workers, run_tasks
+from gemhsa_sym.sampler import DrawTask, check_draws, run_draw
 
 from .theory import Theory, theory_task
 
@@ -289,6 +289,7 @@ def verify(config: Config, n: list[int], draws: int = 3, seed: int = 0, executor
         for name, group in draw_tasks(config, value, draws, seed).items():
             layout.append((value, name, len(tasks), len(group)))
             tasks += group
+    check_draws([args[0] for fn, args in tasks if fn is _timed_draw], local_workers(executor))
     results = run_tasks(tasks, executor, progress, desc="verify")
     if theory is None:
         theory = results[0]

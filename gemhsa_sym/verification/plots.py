@@ -9,19 +9,36 @@ parameter with Monte Carlo means and standard errors on top.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from gemhsa_sym.files import check_writable, write_atomic_with
 
 from .compare import VerifyResult, clean
 
 if TYPE_CHECKING:
     from .sweep import SweepResult
 
-__all__ = ["plot_sweep", "plot_verify"]
+__all__ = ["PLOT_FORMATS", "check_plot", "plot_sweep", "plot_verify"]
 
 COLOURS = {"theory": "black", "softmax": "tab:blue", "ge": "tab:orange"}
+
+
+#: File formats of the figures, from the path's suffix.
+PLOT_FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
+
+
+def check_plot(path: str | Path, field: str = "plot") -> None:
+    """Before any work: the ``plot`` extra is installed, the suffix names a format, the file can be written."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise NotImplementedError(f"{field}: needs matplotlib; install the extra: pip install 'gemhsa_sym[plot]'")
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in PLOT_FORMATS:
+        raise ValueError(f"{field}: {str(path)!r} must end in one of {', '.join('.' + f for f in PLOT_FORMATS)}")
+    check_writable(path, field)
 
 
 def _pyplot() -> Any:
@@ -37,11 +54,9 @@ def _pyplot() -> Any:
 
 
 def _save(fig: Any, path: str | Path) -> None:
-    """Save (format from the suffix) through a temporary name and a rename."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=120, bbox_inches="tight")
-    tmp.replace(path)
+    """Save (format from the suffix) whole or not at all (:func:`gemhsa_sym.files.write_atomic_with`)."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    write_atomic_with(path, lambda fh: fig.savefig(fh, format=suffix, dpi=120, bbox_inches="tight"), "plot")
 
 
 def plot_verify(result: VerifyResult, path: str | Path) -> None:

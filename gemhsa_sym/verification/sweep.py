@@ -15,13 +15,15 @@ from typing import Any
 import numpy as np
 
 from gemhsa_sym.config import Config
-from gemhsa_sym.executors import Task, run_tasks
-from gemhsa_sym.sampler import DrawTask, run_draw
+from gemhsa_sym.executors import Task, local_workers, run_tasks
+from gemhsa_sym.sampler import DrawTask, check_draws, run_draw
 
 from .theory import Theory, theory_task
 
 __all__ = ["SweepPoint", "SweepResult", "parse_vary", "sweep", "vary_config"]
 
+#: Most values of one varied parameter.
+MAX_POINTS = 1000
 #: Monte Carlo summaries of a draw: the first four moments and the largest eigenvalue.
 MC_KEYS: tuple[str, ...] = ("mu_1", "mu_2", "mu_3", "mu_4", "top_edge")
 
@@ -35,25 +37,24 @@ def parse_vary(spec: str) -> tuple[str, list[str]]:
     if ":" in values:
         try:
             a, b, k = values.split(":")
-            points = np.linspace(float(a), float(b), int(k))
+            low, high, count = float(a), float(b), int(k)
         except ValueError:
             raise ValueError(f"vary: expected FIELD=A:B:K with numbers A, B and an integer K >= 1, got {spec!r}") from None
-        if points.size < 1:
-            raise ValueError(f"vary: K must be at least 1 in {spec!r}")
-        return field, [f"{v:.12g}" for v in points]
-    return field, [v.strip() for v in values.split(",") if v.strip()]
+        if not (np.isfinite(low) and np.isfinite(high) and 1 <= count <= MAX_POINTS):
+            raise ValueError(f"vary: expected finite A, B and 1 <= K <= {MAX_POINTS} in {spec!r}")
+        return field, [f"{v:.12g}" for v in np.linspace(low, high, count)]
+    listed = [v.strip() for v in values.split(",") if v.strip()]
+    if len(listed) > MAX_POINTS:
+        raise ValueError(f"vary: at most {MAX_POINTS} values, got {len(listed)}")
+    return field, listed
 
 
 def vary_config(config: Config, changes: dict[str, str]) -> Config:
     """``config`` with ``changes``; changing ``heads`` keeps H d_k = d (and d_v = d_k) when the config has it."""
     changes = dict(changes)
     if "heads" in changes and not {"d_k", "d_v"} & set(changes):
-        heads = int(changes["heads"])
-        if config.d_k * config.heads == config.d:
-            changes["d_k"] = str(config.d / heads)
-            if config.d_v == config.d_k:
-                changes["d_v"] = changes["d_k"]
-    return config.replace(**changes)
+        config = config.with_heads(changes.pop("heads"))
+    return config.replace(**changes) if changes else config
 
 
 def _draw_summary(task: DrawTask) -> list[float]:
@@ -136,6 +137,7 @@ def sweep(config: Config, vary: list[tuple[str, list[str]]], n: int | None = 100
             c.sizes(n)
             draws_seeds = child.spawn(draws)
             tasks += [(_draw_summary, (DrawTask(c, n, model, s),)) for model in ("softmax", "ge") for s in draws_seeds]
+    check_draws([args[0] for fn, args in tasks if fn is _draw_summary], local_workers(executor))
     results = run_tasks(tasks, executor, progress, desc="sweep")
     theories = results[: len(configs)] if theory else [None] * len(configs)
     mc_rows = results[len(configs) if theory else 0:]

@@ -14,24 +14,28 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from gemhsa_sym import __version__
 from gemhsa_sym.config import Config
 from gemhsa_sym.derive import derive
+from gemhsa_sym.files import read_text, write_atomic
 from gemhsa_sym.free.law import SpectralLaw
+from gemhsa_sym.parse import parse_number
 
-__all__ = ["PROBES", "Theory", "theory_of", "theory_task"]
+__all__ = ["PROBES", "Theory", "cache_file", "theory_of", "theory_task", "validated"]
 
 #: Points of the upper half plane where m(w) is recorded; equal laws agree at all of them.
 PROBES: tuple[complex, ...] = (-1 + 1j, 0.25 + 0.5j, 1 + 0.25j, 2 + 1j, 5 + 2j, 20 + 5j)
 #: Points of the CDF table per support interval.
 CDF_POINTS = 2048
 #: Version of the cache files; bumped whenever :class:`Theory` changes.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -155,27 +159,79 @@ def theory_of(law: SpectralLaw, config: Config | None = None, moments: int = 4, 
 
 
 def cache_file(cache: Path, config: Config, cdf: bool) -> Path:
-    """Where the summary of ``config`` (with or without the CDF table) is kept in the folder ``cache``."""
-    key = json.dumps([CACHE_FORMAT, config.to_dict(), cdf], sort_keys=True)
+    """Where the summary of ``config`` (with or without the CDF table) is kept in the folder ``cache``:
+    the name is a hash of the cache format, the package version, the configuration and the options."""
+    key = json.dumps([CACHE_FORMAT, __version__, config.to_dict(), cdf], sort_keys=True)
     return cache / f"theory-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+
+
+def _finite_floats(value: Any, what: str) -> np.ndarray:
+    array = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{what} has values that are not finite")
+    return array
+
+
+def validated(data: Any, config: Config, cdf: bool) -> Theory:
+    """The :class:`Theory` of a cache entry for ``config``, or ValueError saying what is wrong with it:
+    its fields and their types, its configuration, a CDF table in [0, 1] that never decreases, a total
+    mass of 1, edges in order, and each moment's float equal to its exact value."""
+    try:
+        if not isinstance(data, dict) or data.get("config") != config.to_dict():
+            raise ValueError("it belongs to another configuration")
+        theory = Theory.from_json_dict(data)
+        grid = _finite_floats(theory.grid, "the grid")
+        table = _finite_floats(theory.cdf_continuous, "the CDF table")
+        if grid.shape != table.shape or grid.ndim != 1 or (cdf and grid.size < 2):
+            raise ValueError("the CDF table does not match its grid")
+        if cdf and (np.any(np.diff(table) < -1e-9) or table.min() < -1e-9 or table.max() > 1 + 1e-9):
+            raise ValueError("the CDF table is not a distribution function")
+        atoms = sum(float(a["mass"]) for a in theory.atoms)
+        if cdf and abs(atoms + float(table[-1]) - 1) > 1e-6:
+            raise ValueError(f"the masses add up to {atoms + float(table[-1])}, not 1")
+        locations = _finite_floats([e["location"] for e in theory.edges], "the edges")
+        if np.any(np.diff(locations) < 0) or [e["side"] for e in theory.edges] != ["lower", "upper"] * (len(locations) // 2):
+            raise ValueError("the edges are not in order")
+        for k, moment in enumerate(theory.moments, 1):
+            value = float(moment["float"])
+            if moment["exact"] is not None:
+                exact = float(parse_number(str(moment["exact"]), f"moment {k}"))
+                if not np.isclose(value, exact, rtol=1e-9, atol=0):
+                    raise ValueError(f"moment {k} is {value}, but its exact value {moment['exact']} is {exact}")
+        _finite_floats([[p.real, p.imag] for p in theory.probes], "the probes")
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ValueError(f"a field is missing or of the wrong type ({type(exc).__name__}: {exc})") from None
+    return theory
+
+
+def _cached(path: Path, config: Config, cdf: bool) -> Theory | None:
+    """The valid cache entry at ``path``, or None (with a warning naming the file when it is invalid)."""
+    if not path.is_file():
+        return None
+    try:
+        return validated(json.loads(read_text(path, "cache")), config, cdf)
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        reason = str(exc).removeprefix("cache: ")
+        warnings.warn(f"cache: {path} is not a valid summary of this configuration ({reason}); recomputing it",
+                      stacklevel=2)
+        return None
 
 
 def theory_task(config: Config, cdf: bool = True, cache: str | None = None) -> Theory:
     """Derive and summarise the law of ``config`` (a task for an executor).
 
-    With ``cache`` (a folder), a summary computed before for the same
-    configuration and options is read back instead of solving again.
+    With ``cache`` (a folder), a summary computed before for the same configuration,
+    options and package version is read back instead of solving again, after
+    :func:`validated`; an entry that does not validate is recomputed and replaced.
     """
     path = None if cache is None else cache_file(Path(cache), config, cdf)
-    if path is not None and path.is_file():
-        return Theory.from_json_dict(json.loads(path.read_text(encoding="utf-8")))
+    if path is not None and (theory := _cached(path, config, cdf)) is not None:
+        return theory
     start = time.perf_counter()
     law = derive(config)
     theory = theory_of(law, config, cdf=cdf)
     theory = Theory(**{**theory.__dict__, "seconds": time.perf_counter() - start})
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{time.time_ns()}.tmp")
-        tmp.write_text(json.dumps(theory.to_json_dict()), encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(path, json.dumps(theory.to_json_dict()), "cache")
     return theory
