@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import sympy as sp
+from sympy.matrices.expressions import MatrixExpr
 
 from .config import Config
 from .derive import derive
@@ -41,7 +42,7 @@ from .free.law import SpectralLaw, spectral_law
 from .free.matrices import Dim, Gaussian
 from .parse import to_number
 
-__all__ = ["DPS", "Difference", "check", "load", "polynomial_law", "records", "write"]
+__all__ = ["DPS", "Difference", "check", "check_file", "load", "polynomial_law", "polynomial_model", "records", "write"]
 
 #: Digits of the support edges in the records.
 DPS = 30
@@ -80,6 +81,12 @@ def _positive(field: str, value: Any) -> sp.Expr:
 
 def polynomial_law(data: Mapping[str, Any]) -> SpectralLaw:
     """The law of a polynomial model described in TOML (module docstring); ValueError naming the field."""
+    return spectral_law(*polynomial_model(data))
+
+
+def polynomial_model(data: Mapping[str, Any]) -> tuple[MatrixExpr, dict[Dim, sp.Expr]]:
+    """The polynomial Y and the ratios of its dimensions, read from TOML data (module docstring);
+    ValueError naming the field for anything that is not a model."""
     unknown = sorted(set(data) - set(MODEL_FIELDS))
     if unknown:
         raise ValueError(f"{unknown[0]}: unknown field of a polynomial model; known: {', '.join(MODEL_FIELDS)}")
@@ -111,7 +118,16 @@ def polynomial_law(data: Mapping[str, Any]) -> SpectralLaw:
                 raise ValueError(f"{where}.{side}: expected one of the dimensions {', '.join(dims)}, got {spec.get(side)!r}")
         scale = _positive(f"{where}.scale", spec.get("scale", 1))
         gaussians[name] = Gaussian(name, dims[spec["rows"]], dims[spec["cols"]], scale)
-    return spectral_law(parse_polynomial(data["polynomial"], gaussians), ratios)
+    return parse_polynomial(data["polynomial"], gaussians), ratios
+
+
+def check_file(path: Path) -> None:
+    """Read a library file as :func:`load` does, without solving: ValueError naming the field otherwise."""
+    data = read_toml(path, "config")
+    if "polynomial" in data:
+        polynomial_model(data)
+    else:
+        Config.from_toml(path)
 
 
 def load(path: Path) -> SpectralLaw:
@@ -144,6 +160,8 @@ def _dump(record: dict[str, Any]) -> str:
 def write(folder: Path, only: Sequence[str] | None = None, progress: Callable[[str], None] = lambda name: None) -> list[str]:
     """Regenerate and write the records and documents; returns the names written."""
     names = []
+    for _, path in records(folder, only):  # every file is read before any is solved
+        check_file(path)
     for name, path in records(folder, only):
         progress(name)
         record = _record(path)
@@ -179,6 +197,8 @@ def _compare(name: str, where: str, old: Any, new: Any, out: list[Difference]) -
 def check(folder: Path, only: Sequence[str] | None = None, progress: Callable[[str], None] = lambda name: None) -> list[Difference]:
     """Regenerate the records and compare with the committed ``.json`` and ``.tex`` (module docstring)."""
     diffs: list[Difference] = []
+    for _, path in records(folder, only):  # every file is read before any is solved
+        check_file(path)
     for name, path in records(folder, only):
         progress(name)
         json_path, tex_path = path.with_suffix(".json"), path.with_suffix(".tex")
