@@ -1,4 +1,4 @@
-"""Exact numbers from text, by a grammar that cannot run code (docs/conventions.md §5.2).
+"""Exact numbers from text, by a grammar that cannot run code (docs/conventions.md §6.8).
 
 Text from a user, a configuration file or a cache is never given to ``eval``,
 ``sympify`` or ``parse_expr`` (all of which evaluate Python). :func:`parse_number`

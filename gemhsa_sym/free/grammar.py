@@ -1,4 +1,4 @@
-"""Polynomials in Gaussian matrices from text, by a grammar that cannot run code (docs/conventions.md §5.2).
+"""Polynomials in Gaussian matrices from text, by a grammar that cannot run code (docs/conventions.md §6.8).
 
 The language of ``polynomial = "..."`` in a model file: the declared matrix names,
 ``.T`` (transpose), ``*`` and ``@`` (products; ``*`` also scales by a number),

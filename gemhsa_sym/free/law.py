@@ -527,7 +527,7 @@ class SpectralLaw:
 
     def quantile(self, q: Any) -> Any:
         """The smallest x with cdf(x) >= q for 0 < q <= 1 (bisection on the monotone CDF); at q = 0
-        the lower end of the support (docs/solving.md §4.6), as scipy's ``ppf(0)``.
+        the lower end of the support (docs/solving.md §3.8), as scipy's ``ppf(0)``.
 
         Levels within an atom give its location exactly; neither rule depends on rounding.
         """

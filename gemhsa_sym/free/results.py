@@ -1,4 +1,4 @@
-"""Value types of a law's answers and the limits of what the engine computes (docs/solving.md §3.9).
+"""Value types of a law's answers and the limits of what the engine computes (docs/solving.md §3.9, §3.10).
 
 Imports nothing else from the package, so that every stage can use them.
 """

@@ -1,4 +1,4 @@
-"""The scale of a law: an upper bound of its support that sets where the continuation starts (docs/solving.md §3.5).
+"""The scale of a law: an upper bound of its support that sets where the continuation starts (docs/solving.md §3.10).
 
 The norm bound of the polynomial (the limit of Bai–Yin for each monomial) is rigorous,
 but for a sum over many heads it grows like H while the law does not: at H = 10^5 it is
