@@ -162,3 +162,20 @@ def test_mha_near_zero_matches_gaussian_equivalent_samples(mha) -> None:
 def test_mha_has_no_atom(mha) -> None:
     # Ranks: sum of four rank-d/4 heads with independent value projections is full rank.
     assert mha.atoms() == []
+
+
+def test_many_heads_keep_their_law() -> None:
+    # The norm bound grows like H (its square is 1e15 times the top edge at H = 1e5), so the law's
+    # scale is tightened to 1e3 sqrt(mu_2) after verification (docs/solving.md §3.10). Independent
+    # checks: mu_2 = 8 + 3 e^2 + (2 + 2 e + 2 e^2) / H (docs/reference-values.md §9.5) from the
+    # series, the contour integral of the continuation's m(w) against it, and the top edge between
+    # its values at H = 1e4 (27.8888) and H = oo (below it, above 27.88).
+    heads = 10**5
+    law = derive(PRESETS["mha"].with_heads(heads))
+    e = sp.E
+    assert sp.simplify(law.moments(2)[1] - (8 + 3 * e**2 + (2 + 2 * e + 2 * e**2) / heads)) == 0
+    assert law.numeric_moments(2) == pytest.approx([float(e), float(law.moments(2)[1])], rel=1e-9)
+    edges = law.edges(dps=16)
+    assert [(x.side, x.hard) for x in edges] == [("lower", True), ("upper", False)]
+    assert 27.88 < float(edges[1].location) < 27.8888
+    assert law.scale < 1e5
