@@ -32,7 +32,7 @@ def main() -> None:
     n, d, dv = Dim("n"), Dim("d"), Dim("d_v")
     X, W1, W2, Z = Gaussian("X", n, d), Gaussian("W1", d, d), Gaussian("W2", d, dv), Gaussian("Z", n, n)
     law = spectral_law((X @ W1 @ X.T + Z / 2) @ X @ W2, {n: 1, d: R(1, 2), dv: R(1, 4)})
-    solutions = law._solutions()
+    solutions = law.solver().solutions()
     seconds = {}
     for backend in ("flint", "sympy"):
         e = eliminate(law.system, law.values, solutions, time_limit=args.limit, backend=backend)

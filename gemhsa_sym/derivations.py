@@ -4,7 +4,7 @@ A folder (``derivations/`` in the repository) holds one readable TOML file per
 named derivation and, beside it, the generated ``.json`` record
 (:meth:`~gemhsa_sym.free.law.SpectralLaw.record`: exact strings for P(m, w) and
 the moments, edges to 30 digits) and ``.tex`` document
-(:func:`~gemhsa_sym.free.latex.document` of that record). A TOML file is either
+(:func:`~gemhsa_sym.free.document.document` of that record). A TOML file is either
 an attention configuration (:class:`~gemhsa_sym.config.Config`) or a polynomial
 model of the free-probability engine::
 
@@ -23,6 +23,7 @@ and the committed document must be the document of the committed record.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,11 +36,12 @@ from sympy.matrices.expressions import MatrixExpr
 
 from .config import Config
 from .derive import derive
-from .files import read_toml, write_atomic
+from .files import read_text, read_toml, write_atomic
+from .free.document import document
 from .free.grammar import parse_polynomial
-from .free.latex import document
 from .free.law import SpectralLaw, spectral_law
 from .free.matrices import Dim, Gaussian
+from .free.record import LawRecord, record_from_json
 from .parse import to_number
 
 __all__ = ["DPS", "Difference", "check", "check_file", "load", "polynomial_law", "polynomial_model", "records", "write"]
@@ -148,9 +150,9 @@ def records(folder: Path, only: Sequence[str] | None = None) -> Iterator[tuple[s
         yield name, paths[name]
 
 
-def _record(path: Path) -> dict[str, Any]:
+def _record(path: Path) -> LawRecord:
     """The record of one named derivation, named after its file."""
-    return {**load(path).record(DPS), "name": path.stem}
+    return dataclasses.replace(load(path).record(DPS), name=path.stem)
 
 
 def _dump(record: dict[str, Any]) -> str:
@@ -165,7 +167,7 @@ def write(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
     for name, path in records(folder, only):
         progress(name)
         record = _record(path)
-        write_atomic(path.with_suffix(".json"), _dump(record))
+        write_atomic(path.with_suffix(".json"), _dump(record.to_json()))
         write_atomic(path.with_suffix(".tex"), document(record))
         names.append(name)
     return names
@@ -205,8 +207,8 @@ def check(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
         if not json_path.exists() or not tex_path.exists():
             diffs.append(Difference(name, "files", "missing", f"{json_path.name}, {tex_path.name}"))
             continue
-        committed = json.loads(json_path.read_text())
-        _compare(name, "", committed, _record(path), diffs)
-        if tex_path.read_text() != document(committed):
+        committed = json.loads(read_text(json_path, "record"))
+        _compare(name, "", committed, _record(path).to_json(), diffs)
+        if read_text(tex_path, "document") != document(record_from_json(committed)):
             diffs.append(Difference(name, "document", tex_path.name, "differs from the document of the committed record"))
     return diffs

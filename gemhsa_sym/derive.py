@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
 import sympy as sp
 
 from .config import Config
 from .free.law import SpectralLaw
+from .free.record import AttentionRecord
 from .free.scale import ScaleError
 from .hermite import HermiteData, hermite_data
 from .model import MU1, SIGMA, gaussian_equivalent
@@ -33,14 +34,15 @@ class AttentionLaw(SpectralLaw):
                              f"(mu_1 = {sp.N(ge.coefficients.mu1, 3)}, sigma^2 = {sigma2}) is out of range: "
                              f"{str(exc).removeprefix('scale: ')}") from None
 
-    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0) -> dict[str, Any]:
-        """The law's record with the configuration and the Gaussian-equivalence coefficients."""
-        out = super().record(dps, moments, time_limit)
+    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0) -> AttentionRecord:
+        """The law's record (:class:`.free.record.AttentionRecord`) with the configuration and the
+        Gaussian-equivalence coefficients."""
+        base = super().record(dps, moments, time_limit)
         c = self.coefficients
-        out = {"name": self.config.name, "config": self.config.to_dict(), "config_toml": self.config.to_toml(),
-               "coefficients": c.as_dict(), **out}
-        out["latex"]["coefficients"] = [rf"\mu_{{1}} = {sp.latex(c.mu1)}", rf"\sigma^{{2}} = {sp.latex(c.sigma2)}"]
-        return out
+        latex = dataclasses.replace(base.latex, coefficients=[rf"\mu_{{1}} = {sp.latex(c.mu1)}", rf"\sigma^{{2}} = {sp.latex(c.sigma2)}"])
+        fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+        return AttentionRecord(**{**fields, "latex": latex, "name": self.config.name}, config=self.config.to_dict(),
+                               config_toml=self.config.to_toml(), coefficients=c.as_dict())
 
     def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:
         """Exact mu_1..mu_k; with ``symbolic``, in beta when the score's Hermite data has a

@@ -19,7 +19,9 @@ import sympy as sp
 from gemhsa_sym.cli import main
 from gemhsa_sym.derivations import check, load, polynomial_law
 from gemhsa_sym.free import Dim, Gaussian, spectral_law
-from gemhsa_sym.free.latex import broken_sum, document, packed, printed_width, terms_of
+from gemhsa_sym.free.document import document
+from gemhsa_sym.free.latex import broken_sum, packed, printed_width, terms_of
+from gemhsa_sym.free.record import LawRecord, record_from_json
 
 LIBRARY = Path(__file__).resolve().parent.parent / "derivations"
 #: Derivations cheap enough for the default run; the whole library is checked in the slow run.
@@ -63,14 +65,15 @@ def test_packed_equations_fill_lines() -> None:
 
 
 @pytest.fixture(scope="module")
-def product_record() -> dict:
+def product_record() -> LawRecord:
     X1 = Gaussian("X1", Dim("p"), Dim("N1"), scale=sp.Rational(1, 2))
     X2 = Gaussian("X2", Dim("p"), Dim("N2"), scale=sp.Rational(1, 4))
     return spectral_law(X2.T @ X1, {Dim("p"): 1, Dim("N1"): 2, Dim("N2"): 4}).record(30)
 
 
-def test_record_is_json_and_holds_the_exact_results(product_record: dict) -> None:
-    record = json.loads(json.dumps(product_record))
+def test_record_is_json_and_holds_the_exact_results(product_record: LawRecord) -> None:
+    record = json.loads(json.dumps(product_record.to_json()))
+    assert record_from_json(record) == product_record
     # docs/reference-values.md §9.3: MP(1/2) ⊠ MP(1/4) has mean 1 and second moment 7/4 on p;
     # on N1 (twice as many eigenvalues, half of them zero) mean 1/2 and second moment 7/8;
     # edges 0.05593..., 3.74669...
@@ -80,14 +83,14 @@ def test_record_is_json_and_holds_the_exact_results(product_record: dict) -> Non
     assert sp.degree(sp.sympify(record["polynomial"]), sp.Symbol("m")) == 3
 
 
-def test_document_compiles_without_overfull_lines(product_record: dict, tmp_path: Path) -> None:
+def test_document_compiles_without_overfull_lines(product_record: LawRecord, tmp_path: Path) -> None:
     log = compile_latex(document(product_record), tmp_path)
     assert overfull(log) == []
 
 
 def test_single_head_document_compiles(tmp_path: Path) -> None:
     """An attention preset: P of degree 20, symbolic moments in beta, a 6 x 6 sector."""
-    record = json.loads((LIBRARY / "single-head.json").read_text())
+    record = record_from_json(json.loads((LIBRARY / "single-head.json").read_text()))
     text = (LIBRARY / "single-head.tex").read_text()
     assert text == document(record)
     log = compile_latex(text, tmp_path)

@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 from scipy import integrate
 
 from gemhsa_sym.free import Dim, Gaussian, ShapeMismatch, W, linearise, spectral_law
-from gemhsa_sym.free.continuation import GRID_MIN, BranchError, _predict
-from gemhsa_sym.free.law import _power_law_limit
+from gemhsa_sym.free.continuation import GRID_MIN, BranchError, predict
 from gemhsa_sym.free.matrices import dims_of
 from gemhsa_sym.free.polynomial_system import PolynomialSystem
+from gemhsa_sym.free.support import power_law_limit
 
 R = sp.Rational
 M_, W_ = sp.symbols("m w")  # P(m, w): m = Stieltjes transform, w = spectral variable
@@ -538,13 +538,13 @@ def test_product_on_a_dense_grid_solves_the_cubic_on_the_physical_branch(path):
     """Every point of a refined grid solves the cubic; points next to the edges, in the gap
     above the atom and across the bulk are on the physical root followed from infinity.
     Both paths: the Dyson system, and the root of P on a fresh law after the elimination."""
-    law = product_law.__wrapped__()
-    if path == "root of P":
-        assert law.algebraic().polynomial is not None and isinstance(law._fast, PolynomialSystem)
+    law = product_law()
+    method = "polynomial" if path == "root of P" else "dyson"
+    assert law.solver(method).method == method
     P = sp.expand(product_polynomial())
     x = np.linspace(0, 4, 2001)[1:]
     assert x.size >= GRID_MIN
-    m = law.stieltjes(x.astype(complex))
+    m = law.stieltjes(x.astype(complex), method=method)
     terms = [sp.lambdify((M_, W_), t, "numpy") for t in sp.Add.make_args(P)]
     vals = np.array([t(m, x) * np.ones_like(m) for t in terms])
     assert np.max(np.abs(vals.sum(axis=0)) / np.abs(vals).sum(axis=0)) <= 1e-12
@@ -791,11 +791,9 @@ def test_property_root_of_p_equals_the_dyson_system(name, rb, rc, s):
     x = np.linspace(0, 1.5 * law.scale, 401)[1:]
     w = np.concatenate([x * (1 + 0.1j), 1j * law.scale * 10.0 ** -np.arange(0, 10), x[::40] + 1e-9j])
     want_grid, want = law.density(x), law.stieltjes(w)
-    assert not isinstance(law._fast, PolynomialSystem)
     assert law.algebraic().polynomial is not None
-    assert isinstance(law._fast, PolynomialSystem)
-    assert law.density(x) == pytest.approx(want_grid, abs=1e-10 * max(1, np.max(want_grid)))
-    got = law.stieltjes(w)
+    assert law.density(x, method="polynomial") == pytest.approx(want_grid, abs=1e-10 * max(1, np.max(want_grid)))
+    got = law.stieltjes(w, method="polynomial")
     assert np.max(np.abs(got - want) / np.abs(want)) <= 1e-10
 
 
@@ -806,16 +804,16 @@ def test_polynomial_system_evaluates_p_and_its_derivatives():
     rng = np.random.default_rng(3)
     m = rng.normal(size=5) + 1j * rng.normal(size=5)
     w = rng.normal(size=5) + 1j * rng.normal(size=5)
-    system = PolynomialSystem.build(P, M_, W_, product_law()._double)
+    system = PolynomialSystem.build(P, M_, W_, product_law().solver().dyson)
     F, J, Fw = system.linearisation(w, m[:, None])
     terms = [sp.lambdify((M_, W_), t, "numpy") for t in sp.Add.make_args(P)]
     S = sum(np.abs(t(m, w) * np.ones_like(m)) for t in terms)
     for got, expr in ((F[:, 0], P), (J[:, 0, 0], sp.diff(P, M_)), (Fw[:, 0], sp.diff(P, W_))):
         want = sp.lambdify((M_, W_), expr, "numpy")(m, w) / S
         assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
-    atom = PolynomialSystem.build(M_ * W_ - R(3, 4), M_, W_, product_law()._double)
+    atom = PolynomialSystem.build(M_ * W_ - R(3, 4), M_, W_, product_law().solver().dyson)
     w0, w1 = np.array([0.3 + 0.2j]), np.array([0.01 + 0.05j])
-    assert _predict(atom, w0, w1, 0.75 / w0[:, None])[0, 0] == pytest.approx(0.75 / w1[0], rel=1e-13)
+    assert predict(atom, w0, w1, 0.75 / w0[:, None])[0, 0] == pytest.approx(0.75 / w1[0], rel=1e-13)
 
 
 def test_descent_predictor_is_the_log_log_tangent():
@@ -824,15 +822,16 @@ def test_descent_predictor_is_the_log_log_tangent():
     to m(w1) than m(w0) is when w0 is far out."""
     c = R(1, 2)
     law = mp_law(c)
-    out = law._double.output
+    solver = law.solver()
+    out = solver.output
     w0, w1 = np.array([3.0 + 2.0j, 50j]), np.array([3.0 + 0.4j, 10j])
     P = mp_polynomial(c)
     tangent = sp.lambdify((M_, W_), -sp.diff(P, W_) / sp.diff(P, M_), "numpy")
-    g0, m1 = law._branch(w0), law._branch(w1)[:, out]
+    g0, m1 = solver.branch(w0), solver.branch(w1)[:, out]
     m0 = g0[:, out]
     assert np.abs(sp.lambdify((M_, W_), P, "numpy")(m0, w0)) == pytest.approx(0, abs=1e-14)
     want = m0 * (w1 / w0) ** (w0 * tangent(m0, w0) / m0)
-    got = _predict(law._double, w0, w1, g0)[:, out]
+    got = predict(solver.dyson, w0, w1, g0)[:, out]
     assert got == pytest.approx(want, rel=1e-12)
     assert abs(got[1] - m1[1]) <= 0.1 * abs(m0[1] - m1[1])
 
@@ -876,18 +875,20 @@ def test_atom_of_a_rank_deficient_product():
     Y = (XA @ VB @ XA.T + ZA / 3) @ XA @ W2B
     law = spectral_law(Y, {a_: 1, b_: 3, c_: 4})
     assert law.algebraic().polynomial is not None
-    (atom,) = law.atoms()
-    assert atom.exact == R(3, 4) and abs(atom.mass - 0.75) <= 1e-10
+    (atom,) = law.atoms(method="polynomial")
+    assert atom.exact == R(3, 4) and abs(atom.mass - 0.75) <= 1e-10 and atom.method == "polynomial"
+    (descended,) = law.atoms()
+    assert descended.exact == R(3, 4) and abs(descended.mass - 0.75) <= 1e-6 and descended.method == "descent"
 
 
 def test_atom_extrapolation_over_decades():
     """a(y) = A + C r^k over decades k: Aitken's limit, with the change between triples as error."""
     k = np.arange(9, dtype=float)
-    mass, err = _power_law_limit(0.3 + 2 * 0.4**k)
+    mass, err = power_law_limit(0.3 + 2 * 0.4**k)
     assert mass == pytest.approx(0.3, abs=1e-12) and err <= 1e-12
-    mass, err = _power_law_limit(2 * 0.398**k + 1e-3 * 0.1**k)
+    mass, err = power_law_limit(2 * 0.398**k + 1e-3 * 0.1**k)
     assert abs(mass) <= 1e-6 and err <= 1e-6
     with pytest.raises(BranchError, match="decades"):
-        _power_law_limit(0.3 + 2 * 0.4 ** k[:4])
+        power_law_limit(0.3 + 2 * 0.4 ** k[:4])
     with pytest.raises(BranchError, match="settled"):
-        _power_law_limit(np.array([1.0, 0.5, 0.6, 0.2, 0.3, 0.1]))
+        power_law_limit(np.array([1.0, 0.5, 0.6, 0.2, 0.3, 0.1]))

@@ -212,7 +212,8 @@ def test_command_line_case(name: str, tmp_path: Path, monkeypatch: pytest.Monkey
         assert len(lines) == 1, err
         assert lines[0].startswith(case.message.replace("{dir}", str(tmp_path))), err
     _check_files(case, tmp_path)
-    assert seconds <= SLACK, f"{seconds:.1f} s: the error did not come before the work"
+    if case.status:
+        assert seconds <= SLACK, f"{seconds:.1f} s: the error did not come before the work"
 
 
 #: Cases that also run as a separate ``gemhsa-sym`` process (exit status and stderr as a user sees them).
@@ -251,7 +252,8 @@ def test_command_line_process(name: str, processes: dict[str, Any]) -> None:
         assert done.stderr.strip().splitlines() == [done.stderr.strip().splitlines()[0]]
         assert done.stderr.startswith(case.message.replace("{dir}", str(folder))), done.stderr
     _check_files(case, folder)
-    assert seconds <= processes["bare"] + SLACK, f"{seconds:.1f} s against {processes['bare']:.1f} s for a bare command"
+    if case.status:
+        assert seconds <= processes["bare"] + SLACK, f"{seconds:.1f} s against {processes['bare']:.1f} s for a bare command"
 
 
 def test_point_mass_at_beta_zero_is_reported(processes: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ from gemhsa_sym.cli.common import add_config_arguments, check_outputs, config_fr
 from gemhsa_sym.config import MAX_HEADS
 from gemhsa_sym.derive import derive
 from gemhsa_sym.files import write_atomic
-from gemhsa_sym.free.latex import document
+from gemhsa_sym.free.document import document
 from gemhsa_sym.free.results import MAX_DPS
 
 
@@ -51,12 +51,14 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     law = derive(config)
     derived = time.perf_counter() - start
-    report = law.record(args.dps, time_limit=args.time_limit)
+    record = law.record(args.dps, time_limit=args.time_limit)
+    report = record.to_json()
     report["timing"] = {"derive_s": derived, "total_s": time.perf_counter() - start}
-    if points is not None:
-        report["density"] = {"x": points.tolist(), "density": law.density(points).tolist()}
+    if points is not None:  # the root of P where it was found: one unknown instead of the Dyson system's
+        method = "polynomial" if record.polynomial is not None else "dyson"
+        report["density"] = {"x": points.tolist(), "density": law.density(points, method=method).tolist()}
     if args.latex:
-        write_atomic(args.latex, document(report), "latex")
+        write_atomic(args.latex, document(record), "latex")
     if args.json:
         print(json.dumps(report, indent=2))
         return 0

@@ -6,9 +6,10 @@
 """
 
 from .continuation import BranchError
-from .law import Atom, Edge, SpectralLaw, spectral_law
+from .law import SpectralLaw, spectral_law
 from .matrices import Dim, Gaussian, ShapeMismatch
 from .pencil import Pencil, linearise
+from .results import Atom, Edge
 from .system import DysonSystem, W, dyson_system
 
 __all__ = [

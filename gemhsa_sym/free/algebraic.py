@@ -20,7 +20,6 @@ the support (checked numerically at several points of every interval).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -29,7 +28,7 @@ import numpy as np
 import sympy as sp
 
 from .elimination import Elimination, M
-from .results import Edge
+from .results import SUPPORT_THRESHOLD, Atom, Candidate, Edge, EdgeClassification
 from .system import W
 
 try:
@@ -37,41 +36,10 @@ try:
 except ImportError:  # optional extra: python-flint
     flint = None
 
-__all__ = ["Candidate", "EdgeClassification", "discriminant", "discriminant_roots", "classify_edges", "density_closed_form"]
+__all__ = ["atoms_from_polynomial", "discriminant", "discriminant_roots", "classify_edges", "density_closed_form"]
 
-#: Density below this times 1/scale counts as zero (the scan threshold of the law).
-ZERO_DENSITY = 1e-8
 #: Distance of the density probes from a candidate, relative to the law's scale.
 PROBE = 1e-7
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A real root of the discriminant (or leading coefficient) and its classification.
-
-    ``kind`` is 'lower edge', 'upper edge', 'cusp', 'outside' or 'inside'
-    (the last two are not edges); ``density`` the density just left and
-    right of it.
-    """
-
-    location: mpmath.mpf
-    kind: str
-    density: tuple[float, float]
-
-    @property
-    def is_edge(self) -> bool:
-        return self.kind.endswith("edge")
-
-
-@dataclass(frozen=True)
-class EdgeClassification:
-    """Candidates in increasing order; the true edges, cusps and interior gaps among them."""
-
-    candidates: tuple[Candidate, ...]
-    edges: tuple[Edge, ...]
-    cusps: tuple[mpmath.mpf, ...]
-    gaps: tuple[tuple[mpmath.mpf, mpmath.mpf], ...]
-    discriminant: sp.Expr
 
 
 def discriminant(elimination: Elimination) -> sp.Expr:
@@ -145,7 +113,7 @@ def classify_edges(density: Density, scale: float, elimination: Elimination, dps
     """Classify the real discriminant roots by the physical ``density`` of a law of the given ``scale``
     (its norm bound: the unit of the thresholds; module docstring)."""
     roots = discriminant_roots(elimination, dps)
-    zero = ZERO_DENSITY / scale
+    zero = SUPPORT_THRESHOLD / scale
     candidates: list[Candidate] = []
     edges: list[Edge] = []
     cusps: list[mpmath.mpf] = []
@@ -157,10 +125,10 @@ def classify_edges(density: Density, scale: float, elimination: Elimination, dps
         if left <= zero < right:
             kind = "lower edge"
             hard = x == 0 and _density(density, delta / 100) > 2 * right
-            edges.append(Edge(r, "lower", hard=hard, digits=dps))
+            edges.append(Edge(r, "lower", hard=hard, digits=dps, method="discriminant"))
         elif right <= zero < left:
             kind = "upper edge"
-            edges.append(Edge(r, "upper", digits=dps))
+            edges.append(Edge(r, "upper", digits=dps, method="discriminant"))
         elif left > zero and right > zero:
             at = _density(density, x) if x != 0 else 0.0
             kind = "cusp" if at < 1e-3 * min(left, right) else "inside"
@@ -249,3 +217,28 @@ def atom_masses(elimination: Elimination) -> list[sp.Expr]:
         with mpmath.workdps(40):
             found = [sp.Float(r, 30) for r in mpmath.polyroots([mpmath.mpf(sp.N(c, 50)) for c in Q.all_coeffs()], maxsteps=200, extraprec=200) if abs(mpmath.im(r)) < 1e-25]
     return sorted({r for r in found if -1e-25 <= float(sp.N(r)) <= 1 + 1e-25}, key=lambda r: float(sp.N(r)))
+
+
+def atoms_from_polynomial(elimination: Elimination, stieltjes: Callable[[np.ndarray], np.ndarray], scale: float) -> list[Atom] | None:
+    """The atom at zero from P (:func:`atom_masses`): exact, with the physical candidate chosen by
+    y m(iy) at y = 1e-9 * scale when there are several; None without P or when that estimate
+    cannot tell the candidates apart."""
+    if elimination.polynomial is None:
+        return None
+    masses = atom_masses(elimination)
+    if not masses:
+        return None
+    error = 0.0
+    if len(masses) > 1:
+        ys = scale * 10.0 ** -np.arange(2, 10)
+        estimate = float(np.real(1j * ys[-1] * stieltjes(1j * ys)[-1]))
+        values = np.array([float(sp.N(v)) for v in masses])
+        order = np.argsort(np.abs(values - estimate))
+        error = float(abs(values[order[0]] - estimate))
+        if error > abs(values[order[1]] - values[order[0]]) / 4:
+            return None
+        masses = [masses[order[0]]]
+    mass = masses[0]
+    if float(sp.N(mass)) == 0:
+        return []
+    return [Atom(0.0, float(sp.N(mass)), error, mass if mass.is_Rational else None, "polynomial")]

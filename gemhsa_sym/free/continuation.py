@@ -39,13 +39,12 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .numeric import DOUBLE, NumericSystem, newton_iterates
-from .polynomial_system import PolynomialSystem
+from .numeric import DOUBLE, Equations, newton_iterates
 
 #: A system the drivers follow: the Dyson system, or the minimal polynomial of m.
-System = NumericSystem | PolynomialSystem
+System = Equations
 
-__all__ = ["BranchError", "Branch", "newton_solve", "follow_branch", "follow_rays"]
+__all__ = ["Branch", "BranchError", "RaysFailed", "follow_branch", "follow_rays", "newton_solve", "predict"]
 
 #: Ratio between successive imaginary parts on the descent ...
 DESCENT_RATIO = 0.2
@@ -84,6 +83,14 @@ POLISH = 1e-14
 
 class BranchError(RuntimeError):
     """The physical branch could not be followed or verified at some points."""
+
+
+class RaysFailed(BranchError):
+    """Rays towards 0 failed verification below ``radius``."""
+
+    def __init__(self, radius: float) -> None:
+        super().__init__(f"rays towards 0 failed verification below |w| = {radius:.3e}")
+        self.radius = float(radius)
 
 
 @dataclass(frozen=True)
@@ -159,7 +166,7 @@ def newton_solve(
 def _fixed_point_start(system: System, w: np.ndarray, tol: float) -> np.ndarray:
     """Iterate g <- R(g, w) from g = 0 at large |w|, then polish with Newton; a polynomial
     system starts from m of its anchor's solution (the root of P that is m)."""
-    if isinstance(system, PolynomialSystem):
+    if system.anchor is not None:  # a system that does not prefer the physical root starts from its anchor's
         g = _fixed_point_start(system.anchor, w, tol)[:, [system.anchor.output]]
         g, ok = newton_solve(system, w, g, tol, first_step=1e-8)
         if not np.all(ok):
@@ -189,7 +196,7 @@ def _far_start(system: System, w: np.ndarray, tol: float, anchor: tuple[complex,
         k = int(np.argmin(np.abs(w - w.mean())))
         anchor = (complex(w[k]), _fixed_point_start(system, w[[k]], tol)[0])
     w0, g0 = anchor
-    start = _predict(system, np.full(len(w), w0), w, np.repeat(g0[None, :], len(w), axis=0))
+    start = predict(system, np.full(len(w), w0), w, np.repeat(g0[None, :], len(w), axis=0))
     g, ok = newton_solve(system, w, start, tol, first_step=FAR_STEP)
     if not np.all(ok):
         g[~ok] = _fixed_point_start(system, w[~ok], tol)
@@ -201,7 +208,7 @@ def _herglotz(m: np.ndarray) -> np.ndarray:
     return m.imag <= 1e-7 * (1 + np.abs(m))
 
 
-def _predict(system: System, w0: np.ndarray, w1: np.ndarray, g: np.ndarray) -> np.ndarray:
+def predict(system: System, w0: np.ndarray, w1: np.ndarray, g: np.ndarray) -> np.ndarray:
     """g at w1 from the tangent at w0 in log-log coordinates, componentwise: g (w1/w0)^p with
     p = w g'/g and g' = -J^{-1} dF/dw (exact for the power laws at infinity, 1/w, and at an
     atom, a/w); components with |p| > MAX_POWER (g near 0) take the plain tangent g + g' (w1 - w0)."""
@@ -216,12 +223,12 @@ def _predict(system: System, w0: np.ndarray, w1: np.ndarray, g: np.ndarray) -> n
 
 def _descend(system: System, base: np.ndarray, direction: np.ndarray, s_from: np.ndarray, s_to: np.ndarray, g: np.ndarray, tol: float, depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """One step from w = base + direction * s_from to base + direction * s_to, started from the
-    log-log tangent (:func:`_predict`) and split in two (geometric mean of s) where Newton
+    log-log tangent (:func:`predict`) and split in two (geometric mean of s) where Newton
     fails, or its first step exceeds FIRST_STEP (1 + |g|) (for the root of P: FIRST_STEP |m|),
     or Im m > 0; the second half is not tried where the first failed (a point that cannot be
     followed costs 2 MAX_SPLITS solves, not 2^MAX_SPLITS)."""
     w_to = base + direction * s_to
-    start = _predict(system, base + direction * s_from, w_to, g)
+    start = predict(system, base + direction * s_from, w_to, g)
     g_new, ok = newton_solve(system, w_to, start, tol, maxit=12, first_step=FIRST_STEP, residual_tol=1e-14)
     ok &= _herglotz(g_new[:, system.output])
     bad = np.nonzero(~ok)[0]

@@ -11,13 +11,16 @@ Two kinds of pieces make up the CDF of the continuous part:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.polynomial import Chebyshev
 
-__all__ = ["ARC_NODES", "Band", "Core", "arc_masses", "band", "core"]
+from .continuation import RaysFailed
+from .results import Edge
+
+__all__ = ["ARC_NODES", "Band", "Core", "arc_masses", "band", "continuous_pieces", "core"]
 
 #: Gauss–Legendre nodes on each half circle of :func:`arc_masses`.
 ARC_NODES = 32
@@ -159,3 +162,27 @@ def band(density: Density, a: float, b: float, p: int = 1) -> Band:
         offset = float(F(c.domain[1]))
         pieces.append(F)
     return Band(a, b, p, tuple(pieces))
+
+
+def continuous_pieces(edges: Sequence[Edge], atom: float, density: Density, on_arcs: OnArcs, scale: float) -> list[Core | Band]:
+    """The continuous part of a law piece by piece: one band per support interval; an interval
+    with a hard edge starts with a core [0, 1e-5 b] whose mass comes from contour integrals
+    (down to 1e-14 of the scale, or to ten times the radius where double precision loses
+    the branch, if that is above); ``atom`` is the mass of the atom at 0."""
+    pieces: list[Core | Band] = []
+    for lo, hi in zip(edges[::2], edges[1::2]):
+        a, b = float(lo.location), float(hi.location)
+        if lo.hard:
+            x0 = 1e-5 * b
+            try:
+                piece = core(on_arcs, min(1e-14 * scale, 1e-6 * x0), x0, atom)
+            except RaysFailed as failed:  # double precision loses the branch that deep
+                if 10 * failed.radius > 1e-3 * x0:
+                    raise
+                piece = core(on_arcs, 10 * failed.radius, x0, atom)
+            pieces.append(piece)
+            pieces.append(band(density, x0, b, p=3))
+        else:
+            pieces.append(band(density, a, b))
+    return pieces
+

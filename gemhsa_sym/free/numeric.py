@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import mpmath
 import numpy as np
@@ -105,6 +105,9 @@ class Equations(Protocol):
     backend: Backend
     output: int
     relative: ClassVar[bool]
+    #: The system a driver takes the physical solution from at large |w| (None: this one,
+    #: whose physical solution is the attracting fixed point of its map).
+    anchor: Any
 
     @property
     def size(self) -> int: ...
@@ -193,6 +196,7 @@ class NumericSystem:
     #: Continuity checks of the drivers relative to 1 + |g| (the physical solution is the
     #: attracting fixed point of g -> R(g, w), Helton, Far & Speicher 2007).
     relative: ClassVar[bool] = False
+    anchor: ClassVar[None] = None
 
     @classmethod
     def build(cls, system: DysonSystem, values: Mapping[sp.Symbol, object], backend: Backend) -> "NumericSystem":

@@ -25,6 +25,7 @@ import sympy as sp
 
 from .continuation import BranchError, follow_branch, newton_solve
 from .numeric import DOUBLE, MP, NumericSystem
+from .results import probe_points, top_of
 from .system import DysonSystem, Sector
 
 __all__ = ["reduce_system", "REL_TOL"]
@@ -78,20 +79,16 @@ def _invariant(full: NumericSystem, unknowns: tuple[sp.Symbol, ...], zero: set[s
     return True
 
 
-def _probe_points(scale: float) -> np.ndarray:
-    return scale * np.array([0.37 + 0.61j, 1.13 + 0.29j, -0.71 + 0.47j, 0.52 + 0.11j])
-
-
 def reduce_system(system: DysonSystem, values: Mapping[sp.Symbol, object], scale: float) -> DysonSystem:
     """Remove vanishing unknowns and merge equal ones, verified on the physical branch."""
     full = NumericSystem.build(system, values, DOUBLE)
-    top = 8.0 * scale + 8.0
+    top = top_of(scale)
     # probe where the spectrum lives (about its mean), not at the norm bound, where
     # unknowns that decay like 1/w^2 would be mistaken for zeros
     far = 1j * (scale + 1.0)
     m_far = follow_branch(full, np.array([far]), top=top, floor=1e-12 * scale).m[0]
     mean = float(np.real(far * (far * m_far - 1)))
-    pts = _probe_points(min(max(mean, 1e-6 * scale), scale))
+    pts = probe_points(min(max(mean, 1e-6 * scale), scale))
     br = follow_branch(full, pts, top=top, floor=1e-12 * scale)
     if not np.all(br.ok):
         raise RuntimeError("reduction: the full system could not be solved at the probe points")

@@ -21,6 +21,7 @@ from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 from .continuation import follow_branch
 from .matrices import Dim, Gaussian, without_powers
 from .numeric import DOUBLE, NumericSystem
+from .results import SUPPORT_THRESHOLD, top_of
 from .series import moment_series
 from .system import DysonSystem
 
@@ -30,8 +31,6 @@ __all__ = ["LOOSE", "MARGIN", "SCALE_RANGE", "ScaleError", "law_scale", "norm_bo
 LOOSE = 1e6
 #: The tightened scale, in units of sqrt(mu_2).
 MARGIN = 1e3
-#: Density below this over the scale counts as outside the support.
-OUTSIDE = 1e-8
 #: Scales the double-precision continuation solves: beyond, products of its unknowns over- or underflow.
 SCALE_RANGE = (1e-30, 1e20)
 
@@ -88,9 +87,9 @@ def _tightened(bound: float, full: DysonSystem, values: Mapping[sp.Symbol, Any])
         return bound
     candidate = MARGIN * float(np.sqrt(second))
     x = np.geomspace(candidate, bound, 48)
-    branch = follow_branch(NumericSystem.build(full, values, DOUBLE), x.astype(complex), top=8.0 * bound + 8.0,
+    branch = follow_branch(NumericSystem.build(full, values, DOUBLE), x.astype(complex), top=top_of(bound),
                            floor=1e-13 * candidate)
     density = -branch.m.imag / np.pi
-    if np.all(branch.ok) and np.all(density <= OUTSIDE / candidate):
+    if np.all(branch.ok) and np.all(density <= SUPPORT_THRESHOLD / candidate):
         return candidate
     return bound

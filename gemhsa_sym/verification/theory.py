@@ -26,6 +26,7 @@ from gemhsa_sym.config import Config
 from gemhsa_sym.derive import derive
 from gemhsa_sym.files import read_text, write_atomic
 from gemhsa_sym.free.law import SpectralLaw
+from gemhsa_sym.free.record import atom_entry, edge_entry
 from gemhsa_sym.parse import parse_number
 
 __all__ = ["PROBES", "Theory", "cache_file", "theory_of", "theory_task", "validated"]
@@ -35,7 +36,7 @@ PROBES: tuple[complex, ...] = (-1 + 1j, 0.25 + 0.5j, 1 + 0.25j, 2 + 1j, 5 + 2j, 
 #: Points of the CDF table per support interval.
 CDF_POINTS = 2048
 #: Version of the cache files; bumped whenever :class:`Theory` changes.
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -134,9 +135,7 @@ def _graded(a: float, b: float, hard: bool, points: int) -> np.ndarray:
 def theory_of(law: SpectralLaw, config: Config | None = None, moments: int = 4, cdf: bool = True) -> Theory:
     """The :class:`Theory` of ``law``; ``cdf=False`` skips the CDF table (moments, edges, atoms only)."""
     start = time.perf_counter()
-    classified = law.algebraic_edges(16)  # discriminant roots where P exists: no scan of the support
-    edges = list(classified.edges) if classified is not None else law.edges(dps=16)
-    atoms = law.atoms()
+    edges, atoms = law.edges(dps=16), law.atoms()  # the edges and atoms the CDF is built on
     grids, values = [np.zeros(0)], [np.zeros(0)]
     if cdf:
         for lo, hi in zip(edges[::2], edges[1::2]):
@@ -148,9 +147,8 @@ def theory_of(law: SpectralLaw, config: Config | None = None, moments: int = 4, 
     return Theory(
         config={} if config is None else config.to_dict(),
         moments=_moments(law, moments),
-        edges=[{"location": float(e.location), "side": e.side, "hard": e.hard, "refined": e.refined} for e in edges],
-        atoms=[{"location": a.location, "mass": a.mass, "error": a.error,
-                "exact": None if a.exact is None else str(a.exact)} for a in atoms],
+        edges=[edge_entry(e, None) for e in edges],
+        atoms=[atom_entry(a, error=True) for a in atoms],
         grid=np.concatenate(grids) if cdf else np.zeros(1),
         cdf_continuous=np.concatenate(values) if cdf else np.zeros(1),
         probes=probes,

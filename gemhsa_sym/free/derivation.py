@@ -1,0 +1,101 @@
+"""The symbolic result for a polynomial model, computed once (docs/equations.md §2.2–§2.6).
+
+:class:`Derivation` holds the model, its ratios and parameter values, the linear pencil
+(self-checked), the full and the reduced Dyson system, and the law's scale
+(docs/solving.md §3.10). It is frozen: every numeric question about the law is asked of a
+solver built from it (:mod:`.solver`), never of a derivation that changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+from sympy.matrices.expressions import MatrixExpr
+
+from ..parse import to_number
+from .exchangeable import ExchangeableSum, exchangeable_system
+from .matrices import Dim, gaussians_of
+from .pencil import Pencil, linearise
+from .reductions import reduce_system
+from .scale import law_scale, norm_bound
+from .system import DysonSystem, dyson_system
+
+__all__ = ["Derivation", "derivation"]
+
+
+def _expression(field: str, value: Any) -> sp.Expr:
+    """A SymPy expression as given, or a number read from other input by the grammar of :mod:`gemhsa_sym.parse`."""
+    return value if isinstance(value, sp.Expr) else to_number(value, field)
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """Model, ratios, values, pencil, full and reduced Dyson system and scale of one law.
+
+    ``zero`` is True when Y vanishes at the values (an attention layer at beta = 0): the
+    law is then the point mass at 0 and ``scale`` is 0.
+    """
+
+    model: MatrixExpr | ExchangeableSum
+    ratios: Mapping[Dim, sp.Expr]
+    values: Mapping[sp.Symbol, sp.Expr]
+    pencil: Pencil
+    full_system: DysonSystem
+    system: DysonSystem
+    scale: float
+    zero: bool
+
+    @property
+    def polynomial(self) -> MatrixExpr:
+        """Y as one polynomial (an exchangeable sum is written out head by head)."""
+        return self.model.expand(self.values) if isinstance(self.model, ExchangeableSum) else self.model
+
+    @property
+    def q(self) -> Dim:
+        """The dimension of Y^T Y."""
+        return self.model.cols
+
+    def __str__(self) -> str:
+        ratios = ", ".join(f"{d} = {v}" for d, v in self.ratios.items())
+        values = ", ".join(f"{k} = {v}" for k, v in self.values.items())
+        lines = [f"Y = {self.model}", f"ratios: {ratios}"] + ([f"values: {values}"] if values else [])
+        return "\n".join([*lines, f"scale: {self.scale:.6g}", str(self.system)])
+
+    def _repr_latex_(self) -> str:
+        return rf"$\displaystyle Y = {sp.latex(self.model)},\quad m(w) = {sp.latex(self.system.output)}$"
+
+
+def derivation(model: MatrixExpr | ExchangeableSum, ratios: Mapping[Dim, Any],
+               values: Mapping[Any, Any] | None = None, reduce: bool = True) -> Derivation:
+    """Linearise ``model``, write its Dyson system, find its scale and reduce it.
+
+    Ratios and values are SymPy expressions or numbers (text through the grammar of
+    :mod:`gemhsa_sym.parse`); a value given by name is the value of the model's parameter
+    of that name, whatever its assumptions.
+    """
+    ratios = {d: _expression(f"ratios.{d}", v) for d, v in ratios.items()}
+    for d, v in ratios.items():
+        if v.is_positive is False:
+            raise ValueError(f"ratios: the ratio of {d} must be positive, got {v}")
+    exchangeable = isinstance(model, ExchangeableSum)
+    template = model.template if exchangeable else model
+    exprs = [template, *(g.scale for g in gaussians_of(template)), *ratios.values()]
+    if exchangeable:
+        exprs.append(model.heads)
+    named = {str(p): p for e in exprs for p in sp.sympify(e).free_symbols if isinstance(p, sp.Symbol)}
+    values = {(k if isinstance(k, sp.Symbol) else named.get(k, sp.Symbol(k))): _expression(f"values.{k}", v)
+              for k, v in (values or {}).items()}
+    pencil = linearise(template)
+    pencil.check()
+    full = exchangeable_system(model, pencil, ratios, values) if exchangeable else dyson_system(pencil, ratios)
+    # parameters without a value get generic ones for the scale and the reductions only
+    generic = {p: sp.Rational(7 + 3 * k, 10) for k, p in enumerate(full.parameters) if p not in values}
+    probe = {**generic, **values}
+    bound = norm_bound(template, ratios, probe) * (float(model.heads.subs(probe)) if exchangeable else 1.0)
+    zero = bound == 0
+    scale = 0.0 if zero else law_scale(bound * bound, full, probe)
+    system = reduce_system(full, probe, scale) if reduce and not zero else full
+    return Derivation(model, ratios, values, pencil, full, system, scale, zero)
