@@ -10,7 +10,6 @@ with the offending field and says why.
 
 from __future__ import annotations
 
-import json
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -22,8 +21,9 @@ import tomli_w
 
 from gemhsa_sym.files import read_toml
 from gemhsa_sym.hermite import NORMALISATIONS
-from gemhsa_sym.parse import to_number
+from gemhsa_sym.parse import integer_value, real_number
 from gemhsa_sym.scores import get_score
+from gemhsa_sym.sharing import Partition, partition, partition_spec
 
 __all__ = [
     "DIMENSIONS",
@@ -43,102 +43,12 @@ SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"
 RATIO_RANGE = (sp.Rational(1, 1000), sp.Integer(1000))
 #: Most heads: sharing partitions are stored head by head.
 MAX_HEADS = 10**6
-#: Largest integer accepted for a count (heads, groups, sizes, head indices).
-MAX_INTEGER = 10**12
-
-#: A partition of the heads 0..H-1: sorted groups, sorted by their first head.
-Partition = tuple[tuple[int, ...], ...]
-
-
-def _number(field: str, value: Any) -> sp.Expr:
-    """An exact real finite SymPy number from int, float, Fraction, SymPy or text (the grammar of :mod:`.parse`)."""
-    number = to_number(value, field)
-    if number.has(sp.nan) or number.is_finite is not True:
-        raise ValueError(f"{field}: must be finite, got {value!r}")
-    if not number.is_number:
-        raise ValueError(f"{field}: expected a number, got {value!r}")
-    if number.is_real is not True:
-        raise ValueError(f"{field}: must be real, got {value!r}")
-    return number
-
-
-def _integer(field: str, value: Any) -> int:
-    """A Python int from an integral int, SymPy integer or digit string."""
-    try:
-        number = None if isinstance(value, bool) else _number(field, value)
-    except ValueError:
-        number = None
-    if number is None or not number.is_integer:
-        raise ValueError(f"{field}: expected an integer, got {value!r}")
-    if abs(number) > MAX_INTEGER:
-        raise ValueError(f"{field}: {number} is out of range (at most {MAX_INTEGER} in absolute value)")
-    return int(number)
 
 
 def _short(number: sp.Expr) -> str:
     """A number in a message: exact when short, else to 4 digits."""
     text = str(number)
     return text if len(text) <= 12 else f"{float(number):.4g}"
-
-
-def _partition(field: str, spec: Any, heads: int) -> Partition:
-    """Canonical partition of 0..heads-1 from a keyword, {"groups": G} or a list of lists.
-
-    Strings other than the keywords are read as JSON (``'[[0, 1], [2, 3]]'``,
-    ``'{"groups": 2}'``), so that ``--set share_k=...`` works from a shell.
-    """
-    if isinstance(spec, str):
-        keyword = spec.strip()
-        if keyword == "independent":
-            return tuple((h,) for h in range(heads))
-        if keyword == "all":
-            return (tuple(range(heads)),)
-        try:
-            spec = json.loads(keyword)
-        except json.JSONDecodeError:
-            raise ValueError(
-                f"{field}: expected 'independent', 'all', {{\"groups\": G}} or a list of "
-                f"head groups, got {keyword!r}"
-            ) from None
-    if isinstance(spec, Mapping):
-        if set(spec) != {"groups"}:
-            raise ValueError(f"{field}: a mapping must be {{\"groups\": G}}, got {dict(spec)!r}")
-        count = _integer(field, spec["groups"])
-        if count < 1 or heads % count:
-            raise ValueError(f"{field}: {count} groups do not divide {heads} heads equally")
-        size = heads // count
-        return tuple(tuple(range(g * size, (g + 1) * size)) for g in range(count))
-    if not isinstance(spec, (list, tuple)):
-        raise ValueError(f"{field}: expected a list of head groups, got {spec!r}")
-    for group in spec:
-        if not isinstance(group, (list, tuple)):
-            raise ValueError(f"{field}: each head group must be a list of head indices, got {group!r}")
-    groups = [[_integer(field, h) for h in group] for group in spec]
-    seen = [h for group in groups for h in group]
-    if any(not group for group in groups):
-        raise ValueError(f"{field}: empty head group in {spec!r}")
-    bad = sorted({h for h in seen if not 0 <= h < heads})
-    if bad:
-        raise ValueError(f"{field}: heads {bad} out of range 0..{heads - 1}")
-    duplicates = sorted({h for h in seen if seen.count(h) > 1})
-    if duplicates:
-        raise ValueError(f"{field}: heads {duplicates} appear in more than one group")
-    missing = sorted(set(range(heads)) - set(seen))
-    if missing:
-        raise ValueError(f"{field}: heads {missing} are in no group")
-    return tuple(sorted(tuple(sorted(group)) for group in groups))
-
-
-def _partition_spec(partition: Partition, heads: int) -> str | dict[str, int] | list[list[int]]:
-    """The shortest spec that :func:`_partition` reads back as ``partition``."""
-    if partition == _partition("", "independent", heads):
-        return "independent"
-    if partition == _partition("", "all", heads):
-        return "all"
-    count = len(partition)
-    if heads % count == 0 and partition == _partition("", {"groups": count}, heads):
-        return {"groups": count}
-    return [list(group) for group in partition]
 
 
 def _ratio_text(ratio: sp.Rational) -> str:
@@ -191,7 +101,7 @@ class Config:
         def put(key: str, value: Any) -> None:
             object.__setattr__(self, key, value)
 
-        heads = _integer("heads", self.heads)
+        heads = integer_value("heads", self.heads)
         if heads < 1:
             raise ValueError(f"heads: need at least one head, got {heads}")
         if heads > MAX_HEADS:
@@ -202,8 +112,8 @@ class Config:
         if self.size_n is not None:
             self.sizes()
 
-        put("beta", _number("beta", self.beta))
-        rho = _number("rho", self.rho)
+        put("beta", real_number("beta", self.beta))
+        rho = real_number("rho", self.rho)
         if not -1 <= rho <= 1:
             raise ValueError(f"rho: must lie in [-1, 1], got {rho}")
         put("rho", rho)
@@ -222,15 +132,15 @@ class Config:
         if self.name is not None and not isinstance(self.name, str):
             raise ValueError(f"name: expected a string, got {self.name!r}")
 
-        put("share_q", _partition("share_q", self.share_q, heads))
-        put("share_k", _partition("share_k", self.share_k, heads))
+        put("share_q", partition("share_q", self.share_q, heads))
+        put("share_k", partition("share_k", self.share_k, heads))
         if self.kv == "independent":
             share_v = "independent" if self.share_v is None else self.share_v
-            put("share_v", _partition("share_v", share_v, heads))
+            put("share_v", partition("share_v", share_v, heads))
         else:
             if self.d_v != self.d_k:
                 raise ValueError(f"kv: {self.kv!r} keys and values need d_v == d_k, got {self.d_v} and {self.d_k}")
-            share_v = self.share_k if self.share_v is None else _partition("share_v", self.share_v, heads)
+            share_v = self.share_k if self.share_v is None else partition("share_v", self.share_v, heads)
             if share_v != self.share_k:
                 raise ValueError(
                     f"share_v: with kv = {self.kv!r} the values follow the keys' sharing; "
@@ -247,8 +157,8 @@ class Config:
 
     def _dimension_ratios(self, heads: int) -> dict[str, Any]:
         """Exact ratios to n and ``size_n``, from ratio input (n = 1) or size input (n > 1)."""
-        n = _number("n", self.n)
-        size_n = None if self.size_n is None else _integer("size_n", self.size_n)
+        n = real_number("n", self.n)
+        size_n = None if self.size_n is None else integer_value("size_n", self.size_n)
         if size_n is not None and size_n < 1:
             raise ValueError(f"size_n: must be a positive token count, got {size_n}")
         if n != 1:
@@ -269,7 +179,7 @@ class Config:
             if value is None:
                 ratio = defaults[key]()
             else:
-                ratio = _number(key, value)
+                ratio = real_number(key, value)
                 if n != 1 and not ratio.is_integer:
                     raise ValueError(f"{key}: n is a size ({n}), so {key} must be an integer size, got {ratio}")
                 ratio /= n
@@ -303,7 +213,7 @@ class Config:
             n = self.size_n
         if n is None:
             raise ValueError("n: the configuration has no token count; give n")
-        n = _integer("n", n)
+        n = integer_value("n", n)
         if n < 1:
             raise ValueError(f"n: must be a positive token count, got {n}")
         sizes = {}
@@ -334,7 +244,7 @@ class Config:
         data = self.to_dict()
         if "n" in changes:
             changes = dict(changes)
-            n = _number("n", changes.pop("n"))
+            n = real_number("n", changes.pop("n"))
             if n != 1:
                 changes["size_n"] = n
         data |= changes
@@ -345,7 +255,7 @@ class Config:
     def with_heads(self, heads: Any) -> Config:
         """A copy with ``heads`` heads; where this configuration has H d_k = d, the per-head widths
         follow (d_k = d / H, and d_v = d_k where d_v equals d_k), so that the total width stays d."""
-        heads = _integer("heads", heads)
+        heads = integer_value("heads", heads)
         changes: dict[str, Any] = {"heads": heads}
         if self.d_k * self.heads == self.d:
             changes["d_k"] = self.d / heads
@@ -364,7 +274,7 @@ class Config:
             "score": self.score,
             "normalisation": self.normalisation,
         }
-        data |= {key: _partition_spec(getattr(self, key), self.heads) for key in SHARING_FIELDS.values()}
+        data |= {key: partition_spec(getattr(self, key), self.heads) for key in SHARING_FIELDS.values()}
         data |= {"kv": self.kv, "rho": str(self.rho), "output": self.output}
         return {key: value for key, value in data.items() if value is not None}
 
@@ -403,11 +313,11 @@ class Config:
         parts = [f"H={self.heads}"] + [f"{key}={_ratio_text(ratios[key])}" for key in DIMENSIONS[1:]]
         shared: dict[str, list[str]] = {}
         for which, key in SHARING_FIELDS.items():
-            partition = getattr(self, key)
-            if len(partition) < self.heads and not (which == "v" and self.kv != "independent"):
-                spec = _partition_spec(partition, self.heads)
+            groups = getattr(self, key)
+            if len(groups) < self.heads and not (which == "v" and self.kv != "independent"):
+                spec = partition_spec(groups, self.heads)
                 text = ("by all heads" if spec == "all" else
-                        f"in {len(partition)} groups" if isinstance(spec, dict) else f"as {spec}")
+                        f"in {len(groups)} groups" if isinstance(spec, dict) else f"as {spec}")
                 shared.setdefault(text, []).append(f"W_{which.upper()}")
         parts += [f"{', '.join(names)} shared {text}" for text, names in shared.items()]
         if self.kv == "tied":

@@ -29,10 +29,12 @@ from typing import Any
 
 import sympy as sp
 
-__all__ = ["MAX_TEXT", "parse_number", "to_number"]
+__all__ = ["MAX_INTEGER", "MAX_TEXT", "integer_value", "parse_number", "real_number", "to_number"]
 
 #: Longest text accepted as a number.
 MAX_TEXT = 200
+#: Largest integer accepted for a count (heads, groups, sizes, head indices).
+MAX_INTEGER = 10**12
 #: Largest |numerator| and |denominator| of an exponent that is applied exactly.
 MAX_EXPONENT = 1000
 
@@ -197,3 +199,28 @@ def to_number(value: Any, field: str) -> sp.Expr:
     if hasattr(value, "dtype") and getattr(value.dtype, "kind", "") == "f":  # numpy floating scalars
         return to_number(float(value), field)
     raise ValueError(f"{field}: expected a number, got {type(value).__name__} {value!r}")
+
+
+def real_number(field: str, value: Any) -> sp.Expr:
+    """An exact real finite SymPy number from an int, float, Fraction, SymPy expression or text; ValueError naming ``field``."""
+    number = to_number(value, field)
+    if number.has(sp.nan) or number.is_finite is not True:
+        raise ValueError(f"{field}: must be finite, got {value!r}")
+    if not number.is_number:
+        raise ValueError(f"{field}: expected a number, got {value!r}")
+    if number.is_real is not True:
+        raise ValueError(f"{field}: must be real, got {value!r}")
+    return number
+
+
+def integer_value(field: str, value: Any) -> int:
+    """A Python int from an integral int, SymPy integer or text, at most MAX_INTEGER in size; ValueError naming ``field``."""
+    try:
+        number = None if isinstance(value, bool) else real_number(field, value)
+    except ValueError:
+        number = None
+    if number is None or not number.is_integer:
+        raise ValueError(f"{field}: expected an integer, got {value!r}")
+    if abs(number) > MAX_INTEGER:
+        raise ValueError(f"{field}: {number} is out of range (at most {MAX_INTEGER} in absolute value)")
+    return int(number)

@@ -253,7 +253,8 @@ def test_command_line_process(name: str, processes: dict[str, Any]) -> None:
         assert done.stderr.startswith(case.message.replace("{dir}", str(folder))), done.stderr
     _check_files(case, folder)
     if case.status:
-        assert seconds <= processes["bare"] + SLACK, f"{seconds:.1f} s against {processes['bare']:.1f} s for a bare command"
+        # twice the bare command's time: the two processes of a pair may share one core
+        assert seconds <= 2 * processes["bare"] + SLACK, f"{seconds:.1f} s against {processes['bare']:.1f} s for a bare command"
 
 
 def test_point_mass_at_beta_zero_is_reported(processes: dict[str, Any]) -> None:

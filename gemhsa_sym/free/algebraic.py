@@ -28,13 +28,9 @@ import numpy as np
 import sympy as sp
 
 from .elimination import Elimination, M
+from .polynomials import FlintBackend
 from .results import SUPPORT_THRESHOLD, Atom, Candidate, Edge, EdgeClassification
 from .system import W
-
-try:
-    import flint
-except ImportError:  # optional extra: python-flint
-    flint = None
 
 __all__ = ["atoms_from_polynomial", "discriminant", "discriminant_roots", "classify_edges", "density_closed_form"]
 
@@ -45,24 +41,17 @@ PROBE = 1e-7
 def discriminant(elimination: Elimination) -> sp.Expr:
     """Square-free product of the irreducible factors of disc_m(P) * lc_m(P) that involve w.
 
-    With python-flint the discriminant is computed by ``fmpq_mpoly.discriminant``,
-    otherwise by SymPy; it keeps the symbols of ``elimination.symbolic``.
+    python-flint computes the discriminant and the factors; the symbols of
+    ``elimination.symbolic`` are kept.
     """
     P = elimination.polynomial
     if P is None:
         raise ValueError(f"no polynomial: {elimination.reason}")
     gens = (M, W, *elimination.symbolic)
-    poly = sp.Poly(P, *gens, domain=sp.QQ)
     lead = sp.Poly(P, M).LC()
-    if flint is not None:
-        ctx = flint.fmpq_mpoly_ctx.get([f"v{i}" for i in range(len(gens))], "lex")
-        fp = ctx.from_dict({m: flint.fmpq(int(c.p), int(c.q)) for m, c in poly.terms()})
-        disc = fp.discriminant("v0")
-        lc = ctx.from_dict({m: flint.fmpq(int(c.p), int(c.q)) for m, c in sp.Poly(lead, *gens, domain=sp.QQ).terms()})
-        factors = [f for f, _ in disc.factor()[1]] + [f for f, _ in lc.factor()[1]]
-        exprs = [sp.Add(*[sp.Rational(int(c.p), int(c.q)) * sp.Mul(*[g**int(e) for g, e in zip(gens, mono)]) for mono, c in f.terms()]) for f in factors]
-    else:
-        exprs = [f for f, _ in sp.factor_list(sp.discriminant(P, M))[1]] + [f for f, _ in sp.factor_list(lead)[1]]
+    B = FlintBackend(gens)
+    disc = B.discriminant(B.from_sympy(P), 0)
+    exprs = [B.to_sympy(f) for f in B.factors(disc) + B.factors(B.from_sympy(lead))]
     unique: list[sp.Expr] = []
     for f in exprs:
         f = sp.Poly(f, *gens).monic().as_expr()

@@ -33,7 +33,6 @@ checks relative to |m|.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +43,7 @@ from .numeric import DOUBLE, Equations, newton_iterates
 #: A system the drivers follow: the Dyson system, or the minimal polynomial of m.
 System = Equations
 
-__all__ = ["Branch", "BranchError", "RaysFailed", "follow_branch", "follow_rays", "newton_solve", "predict"]
+__all__ = ["Branch", "BranchError", "RaysFailed", "descend", "fixed_point_start", "follow_branch", "herglotz", "newton_solve", "predict"]
 
 #: Ratio between successive imaginary parts on the descent ...
 DESCENT_RATIO = 0.2
@@ -163,11 +162,11 @@ def newton_solve(
     return g, ok
 
 
-def _fixed_point_start(system: System, w: np.ndarray, tol: float) -> np.ndarray:
+def fixed_point_start(system: System, w: np.ndarray, tol: float) -> np.ndarray:
     """Iterate g <- R(g, w) from g = 0 at large |w|, then polish with Newton; a polynomial
     system starts from m of its anchor's solution (the root of P that is m)."""
     if system.anchor is not None:  # a system that does not prefer the physical root starts from its anchor's
-        g = _fixed_point_start(system.anchor, w, tol)[:, [system.anchor.output]]
+        g = fixed_point_start(system.anchor, w, tol)[:, [system.anchor.output]]
         g, ok = newton_solve(system, w, g, tol, first_step=1e-8)
         if not np.all(ok):
             raise BranchError("the Dyson solution at large |w| is not a simple root of P(m, w)")
@@ -194,16 +193,16 @@ def _far_start(system: System, w: np.ndarray, tol: float, anchor: tuple[complex,
     start of their own."""
     if anchor is None:
         k = int(np.argmin(np.abs(w - w.mean())))
-        anchor = (complex(w[k]), _fixed_point_start(system, w[[k]], tol)[0])
+        anchor = (complex(w[k]), fixed_point_start(system, w[[k]], tol)[0])
     w0, g0 = anchor
     start = predict(system, np.full(len(w), w0), w, np.repeat(g0[None, :], len(w), axis=0))
     g, ok = newton_solve(system, w, start, tol, first_step=FAR_STEP)
     if not np.all(ok):
-        g[~ok] = _fixed_point_start(system, w[~ok], tol)
+        g[~ok] = fixed_point_start(system, w[~ok], tol)
     return g
 
 
-def _herglotz(m: np.ndarray) -> np.ndarray:
+def herglotz(m: np.ndarray) -> np.ndarray:
     """Im m(w) <= 0 wherever Im w >= 0 (to rounding)."""
     return m.imag <= 1e-7 * (1 + np.abs(m))
 
@@ -221,7 +220,7 @@ def predict(system: System, w0: np.ndarray, w1: np.ndarray, g: np.ndarray) -> np
     return np.where(np.isfinite(start), start, g)
 
 
-def _descend(system: System, base: np.ndarray, direction: np.ndarray, s_from: np.ndarray, s_to: np.ndarray, g: np.ndarray, tol: float, depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def descend(system: System, base: np.ndarray, direction: np.ndarray, s_from: np.ndarray, s_to: np.ndarray, g: np.ndarray, tol: float, depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """One step from w = base + direction * s_from to base + direction * s_to, started from the
     log-log tangent (:func:`predict`) and split in two (geometric mean of s) where Newton
     fails, or its first step exceeds FIRST_STEP (1 + |g|) (for the root of P: FIRST_STEP |m|),
@@ -230,15 +229,15 @@ def _descend(system: System, base: np.ndarray, direction: np.ndarray, s_from: np
     w_to = base + direction * s_to
     start = predict(system, base + direction * s_from, w_to, g)
     g_new, ok = newton_solve(system, w_to, start, tol, maxit=12, first_step=FIRST_STEP, residual_tol=1e-14)
-    ok &= _herglotz(g_new[:, system.output])
+    ok &= herglotz(g_new[:, system.output])
     bad = np.nonzero(~ok)[0]
     if bad.size and depth < MAX_SPLITS:
         mid = np.sqrt(s_from[bad] * s_to[bad])
-        g_mid, ok_mid = _descend(system, base[bad], direction[bad], s_from[bad], mid, g[bad], tol, depth + 1)
+        g_mid, ok_mid = descend(system, base[bad], direction[bad], s_from[bad], mid, g[bad], tol, depth + 1)
         g_new[bad], ok[bad] = g_mid, False
         on = bad[ok_mid]  # the second half only where the first one held
         if on.size:
-            g_new[on], ok[on] = _descend(system, base[on], direction[on], mid[ok_mid], s_to[on], g_mid[ok_mid], tol, depth + 1)
+            g_new[on], ok[on] = descend(system, base[on], direction[on], mid[ok_mid], s_to[on], g_mid[ok_mid], tol, depth + 1)
     return g_new, ok
 
 
@@ -284,7 +283,7 @@ def _follow(system: System, w: np.ndarray, top: float, floor: float | np.ndarray
             if not active.size:
                 break
             nxt = np.maximum(y[active] * ratio[active], stop[active])
-            g_act, ok_act = _descend(system, re[active], np.full(active.size, 1j), y[active], nxt, g[active], tol)
+            g_act, ok_act = descend(system, re[active], np.full(active.size, 1j), y[active], nxt, g[active], tol)
             change = np.max(np.abs(g_act - g[active]), axis=-1) / np.max(np.abs(g_act), axis=-1)
             ratio[active] = np.where(change < FAST_CHANGE, FAST_RATIO, DESCENT_RATIO)
             g[active] = g_act
@@ -298,7 +297,7 @@ def _follow(system: System, w: np.ndarray, top: float, floor: float | np.ndarray
             pending[final[ok_fin]] = False
     ok &= ~pending
     m = g[:, system.output]
-    ok &= _herglotz(m)
+    ok &= herglotz(m)
     return Branch(w=w, g=g, ok=ok, output=system.output)
 
 
@@ -349,7 +348,7 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
 
     coarse = np.unique(np.round(np.linspace(0, n - 1, min(n, GRID_COARSE))).astype(int))
     middle = (xs[0] + xs[-1]) / 2 + 1j * top
-    anchor = (middle, _fixed_point_start(system, np.array([middle]), tol)[0])  # far above the grid
+    anchor = (middle, fixed_point_start(system, np.array([middle]), tol)[0])  # far above the grid
     br = _follow(system, xs[coarse] + 0j, top, fl[coarse], tol, anchor)
     g[coarse] = br.g
     verified(coarse[br.ok], br.g[br.ok])
@@ -369,7 +368,7 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
         sol, conv = newton_solve(system, xs[c[tried]] + 0j, start, tol, maxit=8, first_step=GRID_TRUST, residual_tol=1e-14)
         m = sol[:, system.output]
         near = np.max(np.abs(xs[c[tried], None] * sol - pred[tried]), axis=-1) <= err[tried]
-        good = conv & near & _herglotz(m)
+        good = conv & near & herglotz(m)
         verified(c[tried[good]], sol[good])
         stuck |= set(K[gaps].tolist()) - set(a[tried[good]].tolist())
     rest = np.setdiff1d(np.flatnonzero(~known), coarse)
@@ -378,70 +377,3 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
         br = _follow(system, xs[rest] + 0j, top, fl[rest], tol, anchor)
         g[rest], ok[rest] = br.g, br.ok
     return Branch(w=x + 0j, g=g[inverse], ok=ok[inverse], output=system.output)
-
-
-def _power_law(s0: np.ndarray, g0: np.ndarray, s1: np.ndarray, g1: np.ndarray, s2: np.ndarray) -> np.ndarray:
-    """g at s2 from g ~ c s^p through (s0, g0), (s1, g1), componentwise. Towards 0 the
-    solutions follow power laws (an atom: g ~ a/w), which the previous point as a start
-    misses by the factor 5 of one step. Components whose ratio is not moderate keep g1."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = g1 / g0
-        ratio = np.where(np.isfinite(ratio) & (np.abs(ratio) < 1e2) & (np.abs(ratio) > 1e-2), ratio, 1.0)
-        t = (np.log(s1 / s2) / np.log(s0 / s1))[:, None]
-    return g1 * ratio**t
-
-
-def _ray_step(system: System, direction: np.ndarray, s0: np.ndarray, g0: np.ndarray, s1: np.ndarray, g1: np.ndarray, s2: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-    """From w = direction * s1 (solution g1, the point before at s0 with g0) to s2.
-
-    Newton from the power-law start p is accepted only if its first step is at most a
-    tenth of the change p - g1 it predicted (the power law explained the change; a poor
-    extrapolation is not trusted). The other rays take the plain step from g1, split
-    where it fails (:func:`_descend`).
-    """
-    start = _power_law(s0, g0, s1, g1, s2)
-    change = np.max(np.abs(start - g1), axis=-1) / (1 + np.max(np.abs(start), axis=-1))
-    new, ok = newton_solve(system, direction * s2, start, tol, maxit=12, first_step=np.minimum(0.5, 0.1 * change), residual_tol=1e-14)
-    ok &= _herglotz(new[:, system.output])
-    if not ok.all():
-        bad = ~ok
-        new[bad], ok[bad] = _descend(system, np.zeros(bad.sum(), dtype=complex), direction[bad], s1[bad], s2[bad], g1[bad], tol)
-    return new, ok
-
-
-def follow_rays(system: System, directions: np.ndarray, radii: np.ndarray, g0: np.ndarray | None = None, tol: float = 1e-12) -> Iterator[tuple[int, np.ndarray]]:
-    """Yield (k, g) with g the physical solutions at w = radii[k] * directions (every ray at once),
-    for decreasing radii, each ray continued inward from the one before (geometric steps).
-
-    The start at radii[0] is g0 (already on the branch) or, without it, the fixed-point
-    start (radii[0] must then be large). Rays into the upper half plane stay where m is
-    analytic, so a deep ray costs one path, not one descent per target. Each step starts
-    from the power law through the two points before it (:func:`_ray_step`). Stops at
-    the first radius where some ray fails verification; the caller decides when it has
-    seen enough.
-    """
-    if system.backend is not DOUBLE:
-        raise TypeError("follow_rays runs in double precision")
-    directions = np.atleast_1d(np.asarray(directions, dtype=complex))
-    radii = np.asarray(radii, dtype=float)
-    if radii.ndim != 1 or np.any(radii <= 0) or np.any(np.diff(radii) >= 0):
-        raise ValueError("radii: expected a decreasing one-dimensional array of positive radii")
-    if np.any(directions.imag < 0):
-        raise ValueError("directions: rays must point into the closed upper half plane")
-    s = np.full(len(directions), radii[0])
-    with threadpool_limits(limits=1, user_api="blas"):
-        g = _fixed_point_start(system, radii[0] * directions, tol) if g0 is None else g0
-        before: tuple[np.ndarray, np.ndarray] | None = None
-        for k, target in enumerate(radii):
-            while s[0] > target:
-                nxt = np.maximum(s * DESCENT_RATIO, target)
-                if before is None:
-                    new, ok = _descend(system, np.zeros(len(directions), dtype=complex), directions, s, nxt, g, tol)
-                else:
-                    new, ok = _ray_step(system, directions, *before, s, g, nxt, tol)
-                if not ok.all():
-                    return
-                before, g, s = (s, g), new, nxt
-            if not np.all(_herglotz(g[:, system.output])):
-                return
-            yield k, g

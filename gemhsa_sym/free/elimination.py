@@ -25,8 +25,9 @@ the parameters' values substituted, and the result says so. Each attempt
 runs in a child process that is stopped at the time limit.
 
 python-flint's multivariate polynomials over Q (``fmpq_mpoly``: resultant,
-factor) are the back end when installed; SymPy's ``resultant`` and
-``factor_list`` are the fallback (much slower).
+factor) are the default back end; SymPy's ``resultant`` and ``factor_list``
+are the reference one (much slower); see :mod:`.polynomials`, :mod:`.cramer`
+and :mod:`.constants`.
 
 The polynomial is written in the symbols :data:`M` (m, the Stieltjes
 transform m(w) = (1/q) tr (w - Y^T Y)^{-1} ~ 1/w) and :data:`~.system.W` (w).
@@ -36,20 +37,17 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import mpmath
 import sympy as sp
 
+from .constants import abstract_constants
+from .cramer import cramer_equations
+from .polynomials import BACKENDS, PolynomialBackend, polynomial_backend
 from .system import DysonSystem, W
-
-try:
-    import flint
-except ImportError:  # optional extra: python-flint
-    flint = None
 
 __all__ = ["M", "Elimination", "eliminate", "abstract_constants", "available_backends"]
 
@@ -100,256 +98,8 @@ class Elimination:
 
 
 def available_backends() -> tuple[str, ...]:
-    """'flint' when python-flint is importable, then 'sympy'."""
-    return ("flint", "sympy") if flint is not None else ("sympy",)
-
-
-# ---- constants --------------------------------------------------------------------------
-
-
-def _irrational_atoms(expr: sp.Expr) -> set[sp.Expr]:
-    """The outermost irrational numbers of ``expr`` below its arithmetic: E, pi, exp(1/4), sqrt(2), Floats."""
-    found: set[sp.Expr] = set()
-
-    def visit(e: sp.Basic) -> None:
-        if e.is_Rational:
-            return
-        if isinstance(e, (sp.Add, sp.Mul)) or (isinstance(e, sp.Pow) and e.exp.is_Integer):
-            for a in e.args:
-                visit(a)
-        elif getattr(e, "is_number", False):
-            found.add(e)
-        else:
-            for a in e.args:
-                visit(a)
-
-    visit(sp.sympify(expr))
-    return found
-
-
-def abstract_constants(
-    exprs: Iterable[sp.Expr], names: Mapping[sp.Symbol, sp.Expr] | None = None
-) -> tuple[dict[sp.Expr, sp.Expr], dict[sp.Symbol, sp.Expr]]:
-    """Rewrite irrational numbers as symbols so that coefficients are rational.
-
-    Returns (replacement, constants): ``replacement`` maps each irrational
-    atom to a polynomial in new symbols, ``constants`` each symbol to its exact
-    value. A named constant (symbol -> value, e.g. sigma2 -> E - 2) whose value
-    is linear in a single atom is used through that atom (E -> sigma2 + 2);
-    other atoms get symbols c_1, c_2, ...
-    """
-    atoms: set[sp.Expr] = set()
-    for e in exprs:
-        atoms |= _irrational_atoms(e)
-    replacement: dict[sp.Expr, sp.Expr] = {}
-    constants: dict[sp.Symbol, sp.Expr] = {}
-    for sym, value in (names or {}).items():
-        value = sp.sympify(value)
-        inner = _irrational_atoms(value)
-        if len(inner) != 1:
-            continue
-        (atom,) = inner
-        if atom not in atoms or atom in replacement:
-            continue
-        dummy = sp.Dummy()
-        linear = sp.expand(value.xreplace({atom: dummy}))
-        a, b = linear.coeff(dummy, 1), linear.coeff(dummy, 0)
-        if not (a.is_Rational and b.is_Rational and a != 0 and sp.expand(linear - a * dummy - b) == 0):
-            continue
-        replacement[atom] = (sym - b) / a
-        constants[sym] = value
-    for k, atom in enumerate(sorted(atoms - set(replacement), key=sp.default_sort_key), 1):
-        sym = sp.Symbol(f"c_{k}", real=True)
-        replacement[atom] = sym
-        constants[sym] = atom
-    return replacement, constants
-
-
-# ---- back ends ----------------------------------------------------------------------------
-
-
-class _Backend:
-    """Polynomials over Q in a fixed list of generators (indices into ``gens``)."""
-
-    name = ""
-
-    def __init__(self, gens: Sequence[sp.Symbol]) -> None:
-        self.gens = tuple(gens)
-
-    def from_terms(self, terms: Mapping[tuple[int, ...], Fraction]) -> Any: ...
-    def terms(self, p: Any) -> list[tuple[tuple[int, ...], Fraction]]: ...
-    def resultant(self, p: Any, q: Any, i: int) -> Any: ...
-    def factors(self, p: Any) -> list[Any]: ...
-    def degrees(self, p: Any) -> tuple[int, ...]: ...
-    def size(self, p: Any) -> int: ...
-    def one(self) -> Any: ...
-    def zero(self) -> Any: ...
-
-    def from_sympy(self, expr: sp.Expr) -> Any:
-        """A SymPy polynomial with rational coefficients in ``gens``."""
-        poly = sp.Poly(sp.expand(expr), *self.gens, domain=sp.QQ)
-        return self.from_terms({m: Fraction(int(c.p), int(c.q)) for m, c in poly.terms()})
-
-    def to_sympy(self, p: Any) -> sp.Expr:
-        return sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.Mul(*[g**e for g, e in zip(self.gens, m)]) for m, c in self.terms(p)])
-
-    def variables(self, p: Any) -> set[int]:
-        return {i for i, d in enumerate(self.degrees(p)) if d > 0}
-
-    def normalised(self, p: Any) -> Any:
-        """p with coprime integer coefficients and a positive leading term."""
-        terms = self.terms(p)
-        den = 1
-        for _, c in terms:
-            den = den * c.denominator // _gcd(den, c.denominator)
-        num = 0
-        for _, c in terms:
-            num = _gcd(num, abs(int(c * den)))
-        lead = max(terms)[1]
-        scale = Fraction(den, num) * (1 if lead > 0 else -1)
-        return self.from_terms({m: c * scale for m, c in terms})
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
-
-
-class _FlintBackend(_Backend):
-    """python-flint ``fmpq_mpoly`` (exact multivariate resultants and factorisation)."""
-
-    name = "flint"
-
-    def __init__(self, gens: Sequence[sp.Symbol]) -> None:
-        super().__init__(gens)
-        self.names = [f"v{i}" for i in range(len(gens))]
-        self.ctx = flint.fmpq_mpoly_ctx.get(self.names, "lex")
-
-    def from_terms(self, terms: Mapping[tuple[int, ...], Fraction]) -> Any:
-        return self.ctx.from_dict({m: flint.fmpq(c.numerator, c.denominator) for m, c in terms.items() if c})
-
-    def terms(self, p: Any) -> list[tuple[tuple[int, ...], Fraction]]:
-        return [(tuple(int(e) for e in m), Fraction(int(c.p), int(c.q))) for m, c in p.terms()]
-
-    def resultant(self, p: Any, q: Any, i: int) -> Any:
-        return p.resultant(q, self.names[i])
-
-    def factors(self, p: Any) -> list[Any]:
-        return [f for f, _ in p.factor()[1]]
-
-    def degrees(self, p: Any) -> tuple[int, ...]:
-        return tuple(int(d) for d in p.degrees())
-
-    def size(self, p: Any) -> int:
-        return len(p)
-
-    def one(self) -> Any:
-        return self.ctx.from_dict({(0,) * len(self.gens): 1})
-
-    def zero(self) -> Any:
-        return self.ctx.from_dict({})
-
-
-class _SympyBackend(_Backend):
-    """SymPy ``Poly`` over QQ (``resultant``, ``factor_list``)."""
-
-    name = "sympy"
-
-    def from_terms(self, terms: Mapping[tuple[int, ...], Fraction]) -> Any:
-        return sp.Poly.from_dict({m: sp.Rational(c.numerator, c.denominator) for m, c in terms.items() if c}, *self.gens, domain=sp.QQ)
-
-    def terms(self, p: Any) -> list[tuple[tuple[int, ...], Fraction]]:
-        return [(m, Fraction(int(c.p), int(c.q))) for m, c in p.terms() if c]
-
-    def resultant(self, p: Any, q: Any, i: int) -> Any:
-        return sp.Poly(sp.resultant(p.as_expr(), q.as_expr(), self.gens[i]), *self.gens, domain=sp.QQ)
-
-    def factors(self, p: Any) -> list[Any]:
-        return [f for f, _ in p.factor_list()[1]]
-
-    def degrees(self, p: Any) -> tuple[int, ...]:
-        return tuple(p.degree(g) if not p.is_zero else 0 for g in self.gens)
-
-    def size(self, p: Any) -> int:
-        return len(p.terms())
-
-    def one(self) -> Any:
-        return sp.Poly(1, *self.gens, domain=sp.QQ)
-
-    def zero(self) -> Any:
-        return sp.Poly(0, *self.gens, domain=sp.QQ)
-
-
-def _backend(name: str | None, gens: Sequence[sp.Symbol]) -> _Backend:
-    if name is None:
-        name = available_backends()[0]
-    if name == "flint":
-        if flint is None:
-            raise ImportError("backend: python-flint is not installed (pip install python-flint)")
-        return _FlintBackend(gens)
-    if name == "sympy":
-        return _SympyBackend(gens)
-    raise ValueError(f"backend: expected 'flint' or 'sympy', got {name!r}")
-
-
-# ---- Cramer equations ------------------------------------------------------------------
-
-
-def _determinant(B: _Backend, mat: Sequence[Sequence[Any]], rows: tuple[int, ...], cols: tuple[int, ...], memo: dict) -> Any:
-    """det of the submatrix (rows, cols) by Laplace expansion along the first row, memoised."""
-    key = (rows, cols)
-    if key in memo:
-        return memo[key]
-    if not rows:
-        out = B.one()
-    else:
-        out = B.zero()
-        r, rest = rows[0], rows[1:]
-        for k, c in enumerate(cols):
-            entry = mat[r][c]
-            if B.size(entry) == 0:
-                continue
-            minor = _determinant(B, mat, rest, cols[:k] + cols[k + 1 :], memo)
-            out = out + entry * minor if k % 2 == 0 else out - entry * minor
-    memo[key] = out
-    return out
-
-
-def cramer_equations(system: DysonSystem, B: _Backend, rewrite: Callable[[sp.Expr], sp.Expr]) -> list[Any]:
-    """g_j prod D_s = sum c adj(M_s)_ba prod_{s' != s} D_s' for every unknown g_j (module docstring)."""
-    mats, memos, dets = [], [], []
-    for sec in system.sectors:
-        Msym = sec.matrix()
-        mat = [[B.from_sympy(rewrite(Msym[i, j])) for j in range(sec.size)] for i in range(sec.size)]
-        memo: dict = {}
-        full = tuple(range(sec.size))
-        mats.append(mat)
-        memos.append(memo)
-        dets.append(_determinant(B, mat, full, full, memo))
-
-    def adjugate(s: int, b: int, a: int) -> Any:
-        """adj(M)_ba = (-1)^(a+b) det M with row a and column b removed."""
-        full = tuple(range(system.sectors[s].size))
-        minor = _determinant(B, mats[s], full[:a] + full[a + 1 :], full[:b] + full[b + 1 :], memos[s])
-        return minor if (a + b) % 2 == 0 else B.zero() - minor
-
-    eqs = []
-    for g in system.unknowns:
-        reads = system.readout[g]
-        secs = sorted({s for s, *_ in reads})
-        lhs = B.from_sympy(g)
-        for s in secs:
-            lhs = lhs * dets[s]
-        rhs = B.zero()
-        for s, a, b, c in reads:
-            term = B.from_sympy(rewrite(c)) * adjugate(s, b, a)
-            for t in secs:
-                if t != s:
-                    term = term * dets[t]
-            rhs = rhs + term
-        eqs.append(lhs - rhs)
-    return eqs
+    """The polynomial back ends, the default first."""
+    return BACKENDS
 
 
 # ---- elimination ------------------------------------------------------------------------
@@ -359,7 +109,7 @@ class _Timeout(Exception):
     """The elimination ran past its time limit."""
 
 
-def _double_residual(B: _Backend, p: Any, point: Sequence[complex]) -> float:
+def _double_residual(B: PolynomialBackend, p: Any, point: Sequence[complex]) -> float:
     """The relative residual in double precision (a quick test; inf when it overflows)."""
     total, scale = 0j, 0.0
     try:
@@ -375,7 +125,7 @@ def _double_residual(B: _Backend, p: Any, point: Sequence[complex]) -> float:
     return abs(total) / scale if scale else 0.0
 
 
-def _relative_residual(B: _Backend, p: Any, point: Sequence[mpmath.mpc]) -> mpmath.mpf:
+def _relative_residual(B: PolynomialBackend, p: Any, point: Sequence[mpmath.mpc]) -> mpmath.mpf:
     """|p(point)| over the sum of the moduli of its terms (at the caller's precision)."""
     total, scale = mpmath.mpc(0), mpmath.mpf(0)
     powers: dict[tuple[int, int], mpmath.mpc] = {}
@@ -401,7 +151,7 @@ def _run(
     deadline: float,
 ) -> dict[str, Any]:
     """The elimination proper (module docstring); returns P as a term dictionary."""
-    B = _backend(backend, gens)
+    B = polynomial_backend(backend, gens)
     n = len(system.unknowns)
     out = system.unknowns.index(system.output)
     unknown_idx = set(range(n))

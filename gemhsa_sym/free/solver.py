@@ -16,11 +16,12 @@ from typing import Any, Literal
 import mpmath
 import numpy as np
 
-from .continuation import BranchError, RaysFailed, follow_branch, follow_rays, newton_solve
+from .continuation import BranchError, RaysFailed, follow_branch, newton_solve
 from .derivation import Derivation
 from .elimination import Elimination, M
 from .numeric import DOUBLE, MP, NumericSystem
 from .polynomial_system import PolynomialSystem
+from .rays import follow_rays
 from .results import ROOT_ROUNDING, check_dps, probe_points, top_of
 from .system import W
 
@@ -132,7 +133,7 @@ class BranchSolver:
 
     def on_arcs(self, radii: np.ndarray, directions: np.ndarray) -> np.ndarray:
         """m(radii[k] directions[j]) for directions in the upper half plane: the outermost arc by
-        descent, the others inward along each ray (:func:`.continuation.follow_rays`);
+        descent, the others inward along each ray (:func:`.rays.follow_rays`);
         RaysFailed with the radius where double precision lost the branch."""
         order = np.argsort(radii)[::-1]
         out = np.empty((len(radii), len(directions)), dtype=complex)

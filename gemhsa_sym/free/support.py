@@ -17,8 +17,9 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .continuation import BranchError, follow_rays
+from .continuation import BranchError
 from .fold import fold_edge
+from .rays import follow_rays
 from .results import ATOM_DECADES, ATOM_THRESHOLD, NEAR_ZERO, SCAN_POINTS, SUPPORT_THRESHOLD, Atom, Edge, Side
 from .solver import BranchSolver
 
