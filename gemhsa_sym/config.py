@@ -22,6 +22,7 @@ import tomli_w
 from gemhsa_sym.files import read_toml
 from gemhsa_sym.hermite import NORMALISATIONS
 from gemhsa_sym.parse import integer_value, real_number
+from gemhsa_sym.rules import KV_MODES, OUTPUT_MODES, OUTPUT_RULES, VALUE_RULES
 from gemhsa_sym.scores import get_score
 from gemhsa_sym.sharing import Partition, partition, partition_spec
 
@@ -35,8 +36,6 @@ __all__ = [
 
 #: Dimension fields, in the order of docs/model.md §1.1.
 DIMENSIONS: tuple[str, ...] = ("n", "d", "d_k", "d_v", "d_out")
-KV_MODES: tuple[str, ...] = ("independent", "tied", "correlated")
-OUTPUT_MODES: tuple[str, ...] = ("independent", "keys")
 SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"}
 
 #: Widths (d, d_out, and heads times d_k and d_v) as ratios to n that the engine honours.
@@ -134,7 +133,8 @@ class Config:
 
         put("share_q", partition("share_q", self.share_q, heads))
         put("share_k", partition("share_k", self.share_k, heads))
-        if self.kv == "independent":
+        value_rule, output_rule = VALUE_RULES[self.kv], OUTPUT_RULES[self.output]
+        if not value_rule.follows_keys:
             share_v = "independent" if self.share_v is None else self.share_v
             put("share_v", partition("share_v", share_v, heads))
         else:
@@ -147,11 +147,11 @@ class Config:
                     f"share_v must equal share_k {self.share_k} or be left out"
                 )
             put("share_v", share_v)
-        if self.kv != "correlated" and rho != 0:
+        if not value_rule.uses_rho and rho != 0:
             raise ValueError(f"rho: only used with kv = 'correlated'; got rho = {rho} with kv = {self.kv!r}")
-        if self.output == "keys" and (self.d_v != self.d_k or self.d_out != self.d):
+        if output_rule.from_keys and (self.d_v != self.d_k or self.d_out != self.d):
             raise ValueError(
-                "output: 'keys' (W_O^h = W_K^hT rescaled) needs d_v == d_k and d_out == d, "
+                f"output: {self.output!r} ({output_rule.summary}) needs d_v == d_k and d_out == d, "
                 f"got d_k = {self.d_k}, d_v = {self.d_v}, d = {self.d}, d_out = {self.d_out}"
             )
 
@@ -248,7 +248,8 @@ class Config:
             if n != 1:
                 changes["size_n"] = n
         data |= changes
-        if data.get("kv") != "independent" and "share_v" not in changes:
+        rule = VALUE_RULES.get(data.get("kv", "independent"))
+        if rule is not None and rule.follows_keys and "share_v" not in changes:
             data.pop("share_v", None)
         return Config.from_dict(data)
 
@@ -314,18 +315,17 @@ class Config:
         shared: dict[str, list[str]] = {}
         for which, key in SHARING_FIELDS.items():
             groups = getattr(self, key)
-            if len(groups) < self.heads and not (which == "v" and self.kv != "independent"):
+            if len(groups) < self.heads and not (which == "v" and VALUE_RULES[self.kv].follows_keys):
                 spec = partition_spec(groups, self.heads)
                 text = ("by all heads" if spec == "all" else
                         f"in {len(groups)} groups" if isinstance(spec, dict) else f"as {spec}")
                 shared.setdefault(text, []).append(f"W_{which.upper()}")
         parts += [f"{', '.join(names)} shared {text}" for text, names in shared.items()]
-        if self.kv == "tied":
-            parts.append("W_V = W_K")
-        elif self.kv == "correlated":
-            parts.append(f"W_V = rho W_K + sqrt(1-rho^2) W' with rho={self.rho}")
-        if self.output == "keys":
-            parts.append("W_O^h = W_K^hT (rescaled)")
+        value_rule, output_rule = VALUE_RULES[self.kv], OUTPUT_RULES[self.output]
+        if value_rule.summary:
+            parts.append(value_rule.summary + (f" with rho={self.rho}" if value_rule.uses_rho else ""))
+        if output_rule.summary:
+            parts.append(output_rule.summary)
         norm = "row-normalised" if self.normalisation == "row" else "unnormalised (/n)"
         parts.append(f"beta={self.beta}, {self.score}, {norm}")
         return "; ".join(parts)

@@ -28,6 +28,7 @@ from .free.exchangeable import ExchangeableSum
 from .free.matrices import Dim, Gaussian
 from .hermite import HermiteData, hermite_data
 from .parse import to_number
+from .rules import OUTPUT_RULES, VALUE_RULES
 
 __all__ = ["MU1", "SIGMA", "GaussianEquivalent", "gaussian_equivalent"]
 
@@ -43,11 +44,20 @@ class GaussianEquivalent:
     model: ExchangeableSum | MatrixExpr
     ratios: dict[Dim, sp.Expr]
     coefficients: HermiteData
+    #: One head's term, and its Gaussians by role (X, W_Q, W_K, W_V, W_O, Z; None where a rule
+    #: draws no matrix of its own): what the sampler realises head by head.
+    template: MatrixExpr
+    roles: dict[str, Gaussian | None]
 
     @property
     def values(self) -> dict[sp.Symbol, sp.Expr]:
         """The values of mu_1 and sigma."""
         return {MU1: self.coefficients.mu1, SIGMA: sp.sqrt(self.coefficients.sigma2)}
+
+
+def _exact(coefficient: sp.Expr) -> sp.Expr:
+    """The symbolic reading of a rule's coefficient: itself."""
+    return coefficient
 
 
 def _level(partition: tuple[tuple[int, ...], ...]) -> tuple[str, int]:
@@ -66,10 +76,11 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     H = sp.Integer(config.heads) if heads is None else heads if isinstance(heads, sp.Expr) else to_number(heads, "heads")
     r = config.ratios()
     n, d, d_k = Dim("n"), Dim("d"), Dim("d_k")
-    d_v = d_k if config.kv != "independent" or config.output == "keys" else Dim("d_v")
-    d_out = d if config.output == "keys" else Dim("d_out")
+    value_rule, output_rule = VALUE_RULES[config.kv], OUTPUT_RULES[config.output]
+    d_v = d_k if value_rule.follows_keys or output_rule.from_keys else Dim("d_v")
+    d_out = d if output_rule.from_keys else Dim("d_out")
     ratios = {n: sp.S.One, d: r["d"], d_k: r["d_k"], d_v: r["d_v"], d_out: r["d_out"]}
-    if config.output == "keys" or config.kv != "independent":
+    if d_v == d_k:
         ratios[d_k] = r["d_k"]
     if heads is not None and isinstance(heads, sp.Symbol):  # per-head width follows H d_k = d
         if r["d_k"] * config.heads == r["d"]:
@@ -81,35 +92,26 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     WK = Gaussian("W_K", d, d_k, 1 / ratios[d])
     Z = Gaussian("Z", n, n)
     mu, sigma = MU1, SIGMA
-    if config.kv == "tied":
-        V, WV = WK, None
-    elif config.kv == "correlated":
-        WV = Gaussian("W_V", d, d_k, 1 / ratios[d])
-        V = config.rho * WK + sp.sqrt(1 - config.rho**2) * WV
-    else:
-        WV = Gaussian("W_V", d, d_v, 1 / ratios[d])
-        V = WV
-    if config.output == "keys":
-        WO = None
-        out = sp.sqrt(ratios[d] / (H * ratios[d_v])) * WK.T
-    else:
-        WO = Gaussian("W_O", d_v, d_out, 1 / (H * ratios[d_v]))
-        out = WO
+    WV = Gaussian("W_V", d, d_v, 1 / ratios[d]) if value_rule.fresh else None
+    V = value_rule.make(WK, WV, config.rho, _exact)
+    WO = Gaussian("W_O", d_v, d_out, 1 / (H * ratios[d_v])) if output_rule.fresh else None
+    out = output_rule.make(WK, WO, sp.sqrt(ratios[d] / (H * ratios[d_v])), _exact)
     template = (mu / sp.sqrt(ratios[d_k]) * X * WQ * WK.T * X.T + sigma * Z) * X * V * out
+    roles = {"X": X, "W_Q": WQ, "W_K": WK, "W_V": WV, "W_O": WO, "Z": Z}
     lq, gq = _level(config.share_q)
     lk, gk = _level(config.share_k)
     lv, gv = _level(config.share_v)
     grouped = {(lvl, g, part) for lvl, g, part in ((lq, gq, config.share_q), (lk, gk, config.share_k), (lv, gv, config.share_v)) if lvl == "group"}
     regular = "irregular" not in (lq, lk, lv) and len({part for *_, part in grouped}) <= 1
     if not regular:
-        return GaussianEquivalent(_explicit(config, template, X, WQ, WK, WV, WO, Z), ratios, coeff)
+        return GaussianEquivalent(_explicit(config, template, X, WQ, WK, WV, WO, Z), ratios, coeff, template, roles)
     G = sp.Integer(next(iter(grouped))[1]) if grouped else sp.S.One
     levels = [(X, "global"), (Z, "head"), (WQ, lq), (WK, lk)]
     if WV is not None:
         levels.append((WV, lv))
     if WO is not None:
         levels.append((WO, "head"))
-    return GaussianEquivalent(ExchangeableSum(template, G, H / G, tuple(levels)), ratios, coeff)
+    return GaussianEquivalent(ExchangeableSum(template, G, H / G, tuple(levels)), ratios, coeff, template, roles)
 
 
 def _explicit(config: Config, template: MatrixExpr, X: Gaussian, WQ: Gaussian, WK: Gaussian, WV: Gaussian | None, WO: Gaussian | None, Z: Gaussian) -> MatrixExpr:

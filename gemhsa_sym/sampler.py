@@ -1,10 +1,10 @@
 """Monte Carlo sampler of a random MHSA layer and of its Gaussian-equivalent model.
 
-One configuration, one set of draws, two readings (docs/verification.md §4.1):
-``model="softmax"`` is the real layer of docs/model.md §1.1 (with the configured score
-and normalisation); ``model="ge"`` replaces n A^h by c_0 11^T + mu_1 S0^h + sigma Z^h
-(docs/model.md §1.5) with the same tokens and weights. The output of a draw is the
-spectrum of Y_c^T Y_c / n. Draws are independent children of one
+One configuration, one set of draws, two readings (docs/verification.md §4.1) of its
+:class:`~gemhsa_sym.layer.AttentionLayer`: ``model="softmax"`` is the real layer of
+docs/model.md §1.1 (with the configured score and normalisation); ``model="ge"`` is its
+Gaussian-equivalent polynomial realised on the same tokens and weights (docs/model.md §1.8).
+The output of a draw is the spectrum of Y_c^T Y_c / n. Draws are independent children of one
 ``numpy.random.SeedSequence``, so results do not depend on how they are run.
 """
 
@@ -15,32 +15,23 @@ import sys
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sympy as sp
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from gemhsa_sym.config import Config
 from gemhsa_sym.executors import local_workers, open_executor
 from gemhsa_sym.files import write_atomic_with
-from gemhsa_sym.hermite import hermite_data
+from gemhsa_sym.layer import MODELS, draw_tokens, ge_coefficients, layer_of
 from gemhsa_sym.resources import check_memory
-from gemhsa_sym.scores import get_score
+from gemhsa_sym.rules import VALUE_RULES
 
 __all__ = [
     "MODELS",
-    "Projection",
-    "Weights",
-    "draw_tokens",
-    "draw_weights",
-    "layer_output",
     "spectrum",
-    "ge_coefficients",
-    "MAX_COEFFICIENT",
     "DRAW_THREADS",
     "DrawTask",
     "draw_bytes",
@@ -51,161 +42,8 @@ __all__ = [
     "sample",
 ]
 
-#: Largest Gaussian-equivalence coefficient drawn: above it the spectrum overflows double precision.
-MAX_COEFFICIENT = 1e100
 #: BLAS threads of one draw, whatever the executor (figures do not depend on it).
 DRAW_THREADS = 1
-#: ``softmax``: the real layer (docs/model.md §1.1); ``ge``: its Gaussian equivalent (docs/model.md §1.5).
-MODELS: tuple[str, ...] = ("softmax", "ge")
-
-
-@dataclass(frozen=True, eq=False)
-class Projection:
-    """A projection W^h for every head: one matrix per sharing group, and each head's group."""
-
-    matrices: tuple[np.ndarray, ...]
-    group: tuple[int, ...]
-
-    def head(self, h: int) -> np.ndarray:
-        """The matrix of head ``h``."""
-        return self.matrices[self.group[h]]
-
-
-@dataclass(frozen=True, eq=False)
-class Weights:
-    """W_Q, W_K, W_V per head and the output blocks W_O^h (d_v x d_out) of docs/model.md §1.1."""
-
-    query: Projection
-    key: Projection
-    value: Projection
-    output: tuple[np.ndarray, ...]
-
-
-def draw_tokens(sizes: dict[str, int], rng: np.random.Generator) -> np.ndarray:
-    """Tokens X (n x d), iid N(0, 1)."""
-    return rng.standard_normal((sizes["n"], sizes["d"]))
-
-
-def _group_index(partition: tuple[tuple[int, ...], ...], heads: int) -> tuple[int, ...]:
-    """The sharing group of every head, in the order of :meth:`Config.group_of`, in one pass."""
-    index = [0] * heads
-    for g, group in enumerate(partition):
-        for h in group:
-            index[h] = g
-    return tuple(index)
-
-
-def draw_weights(config: Config, sizes: dict[str, int], rng: np.random.Generator) -> Weights:
-    """The weights of docs/model.md §1.1 with the sharing and dependence of ``config`` (docs/model.md §1.3).
-
-    One N(0, 1/d) matrix per sharing group of W_Q, W_K, W_V; tied values reuse the
-    keys, correlated values are rho W_K + sqrt(1 - rho^2) W'. W_O is N(0, 1/(H d_v))
-    with head blocks of d_v rows, or W_K^hT sqrt(d / (H d_v)) for ``output="keys"``.
-    """
-    d, d_k, d_v, d_out, heads = sizes["d"], sizes["d_k"], sizes["d_v"], sizes["d_out"], config.heads
-
-    def draw(which: str, columns: int) -> Projection:
-        partition = getattr(config, f"share_{which}")
-        matrices = tuple(rng.normal(0.0, d**-0.5, (d, columns)) for _ in partition)
-        return Projection(matrices, _group_index(partition, heads))
-
-    query, key = draw("q", d_k), draw("k", d_k)
-    if config.kv == "tied":
-        value = key
-    elif config.kv == "correlated":
-        rho, fresh = float(config.rho), draw("v", d_v)
-        spread = float(sp.sqrt(1 - config.rho**2))
-        mixed = (rho * k + spread * w for k, w in zip(key.matrices, fresh.matrices, strict=True))
-        value = Projection(tuple(mixed), key.group)
-    else:
-        value = draw("v", d_v)
-    if config.output == "keys":
-        scale = (d / (heads * d_v)) ** 0.5
-        output = tuple(key.head(h).T * scale for h in range(heads))
-    else:
-        w_o = rng.normal(0.0, (heads * d_v) ** -0.5, (heads * d_v, d_out))
-        output = tuple(w_o[h * d_v : (h + 1) * d_v] for h in range(heads))
-    return Weights(query, key, value, output)
-
-
-def ge_coefficients(config: Config) -> tuple[float, float, float]:
-    """(c_0, mu_1, sigma) of the Gaussian-equivalent replacement (docs/model.md §1.5) in double
-    precision; ValueError naming beta where they overflow it (:data:`MAX_COEFFICIENT`)."""
-    return _ge_coefficients(config.score, config.beta, config.normalisation)
-
-
-@cache
-def _ge_coefficients(score: str, beta: sp.Expr, normalisation: str) -> tuple[float, float, float]:
-    """Cached body of :func:`ge_coefficients`."""
-    c0, mu1, sigma2 = hermite_data(score, beta, normalisation).numeric()
-    if not all(np.isfinite(v) and abs(v) <= MAX_COEFFICIENT for v in (c0, mu1, sigma2)):
-        raise ValueError(
-            f"beta: the Gaussian equivalent of the {score} score at beta = {beta} overflows double precision "
-            f"(sigma^2 = {sp.N(hermite_data(score, beta, normalisation).sigma2, 3)}); it can be drawn while "
-            f"c_0, mu_1 and sigma^2 stay below {MAX_COEFFICIENT:g}"
-        )
-    return c0, mu1, sigma2**0.5
-
-
-def _attention_head(config: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """A^h V^h of the real layer, for queries ``q`` already scaled by beta / sqrt(d_k)."""
-    score = get_score(config.score)
-    s = q @ k.T
-    if config.normalisation == "row" and score.shift_invariant:
-        s -= s.max(axis=1, keepdims=True)
-    f = score.numeric(s)
-    head = f @ v
-    head /= f.sum(axis=1, keepdims=True) if config.normalisation == "row" else len(f)
-    return head
-
-
-def _ge_head(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, c0: float, sigma: float, rng: np.random.Generator
-) -> np.ndarray:
-    """(1/n) (c_0 11^T + mu_1 S0 + sigma Z) V, for queries ``q`` already scaled by mu_1 / sqrt(d_k)."""
-    n = len(q)
-    head = q @ (k.T @ v)
-    head += c0 * v.sum(axis=0)
-    head += sigma * (rng.standard_normal((n, n)) @ v)
-    head /= n
-    return head
-
-
-def layer_output(
-    config: Config,
-    weights: Weights,
-    X: np.ndarray,
-    model: str = "softmax",
-    rng: np.random.Generator | None = None,
-) -> np.ndarray:
-    """The uncentered output Y = sum_h A^h V^h W_O^h (n x d_out) of docs/model.md §1.1.
-
-    ``model="softmax"``: A^h = rownorm(f(S^h)) with S^h = beta Q^h K^hT / sqrt(d_k)
-    (max-shifted for shift-invariant f such as exp), or f(S^h) / n for
-    ``normalisation="none"``. ``model="ge"``: n A^h = c_0 11^T + mu_1 S0^h + sigma Z^h
-    with a fresh n x n N(0, 1) matrix Z^h per head drawn from ``rng`` (docs/model.md §1.5).
-    """
-    if model not in MODELS:
-        raise ValueError(f"model: unknown model {model!r}; choose one of {', '.join(MODELS)}")
-    if model == "softmax":
-        scale = float(config.beta)
-        head = partial(_attention_head, config)
-    elif rng is None:
-        raise ValueError("rng: the Gaussian-equivalent model draws noise Z; pass a numpy Generator")
-    else:
-        c0, scale, sigma = ge_coefficients(config)
-        head = partial(_ge_head, c0=c0, sigma=sigma, rng=rng)
-    scale /= weights.query.matrices[0].shape[1] ** 0.5
-    queries = [X @ w for w in weights.query.matrices]
-    for q in queries:
-        q *= scale
-    keys = [X @ w for w in weights.key.matrices]
-    values = keys if weights.value is weights.key else [X @ w for w in weights.value.matrices]
-    Y = np.zeros((len(X), weights.output[0].shape[1]))
-    for h, w_o in enumerate(weights.output):
-        q, k = queries[weights.query.group[h]], keys[weights.key.group[h]]
-        Y += head(q, k, values[weights.value.group[h]]) @ w_o
-    return Y
 
 
 def spectrum(Y: np.ndarray) -> np.ndarray:
@@ -241,10 +79,11 @@ def run_draw(task: DrawTask) -> np.ndarray:
     """
     rng = np.random.default_rng(task.seed)
     sizes = task.config.sizes(task.n)
+    layer = layer_of(task.config)
     with threadpool_limits(task.threads, user_api="blas"):
         X = draw_tokens(sizes, rng)
-        weights = draw_weights(task.config, sizes, rng)
-        return spectrum(layer_output(task.config, weights, X, task.model, rng))
+        weights = layer.draw_weights(sizes, rng)
+        return spectrum(layer.output(weights, X, task.model, rng))
 
 
 def draw_bytes(config: Config, sizes: dict[str, int], model: str) -> int:
@@ -254,7 +93,8 @@ def draw_bytes(config: Config, sizes: dict[str, int], model: str) -> int:
     n, d, d_k, d_v, d_out = (sizes[k] for k in ("n", "d", "d_k", "d_v", "d_out"))
     heads = config.heads
     groups = {key: len(getattr(config, f"share_{key}")) for key in ("q", "k", "v")}
-    weights = d * d_k * (groups["q"] + groups["k"]) + d * d_v * groups["v"] * (2 if config.kv == "correlated" else 1)
+    rule = VALUE_RULES[config.kv]
+    weights = d * d_k * (groups["q"] + groups["k"]) + d * d_v * groups["v"] * (2 if rule.fresh and rule.follows_keys else 1)
     weights += heads * d_v * d_out
     projected = n * d_k * (groups["q"] + groups["k"]) + n * d_v * groups["v"]
     per_head = 3 * n * n + 2 * n * max(d_v, d_out) + d_k * d_v

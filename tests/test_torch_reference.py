@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.config import PRESETS, Config
-from gemhsa_sym.sampler import Weights, draw_tokens, draw_weights, layer_output
+from gemhsa_sym.layer import Weights, draw_tokens, draw_weights, layer_output
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
