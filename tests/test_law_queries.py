@@ -1,0 +1,89 @@
+"""A law's answers do not depend on what was asked before (docs/solving.md §3.9).
+
+Each query names its method or takes a fixed default; caches only keep what a recomputation
+would give. On three laws, a fresh law and one that first found P(m, w), its discriminant
+edges, its exact atoms, moments, values at 50 digits and the polynomial method's values give
+bit-identical densities, CDFs, quantiles, edges and atoms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from gemhsa_sym.free import Dim, Gaussian, SpectralLaw, spectral_law
+
+n, d, D, dv = Dim("n"), Dim("d"), Dim("D"), Dim("d_v")
+p, N1, N2 = Dim("p"), Dim("N1"), Dim("N2")
+
+
+def marchenko_pastur() -> SpectralLaw:
+    return spectral_law(Gaussian("X", n, d), {n: 1, d: sp.Rational(1, 2)})
+
+
+def wishart_product() -> SpectralLaw:
+    X1, X2 = Gaussian("X1", p, N1, sp.Rational(1, 2)), Gaussian("X2", p, N2, sp.Rational(1, 4))
+    return spectral_law(X2.T @ X1, {p: 1, N1: 2, N2: 4})
+
+
+def head_plus_noise() -> SpectralLaw:
+    X, W1, W2, Z = Gaussian("X", n, d), Gaussian("W1", d, d), Gaussian("W2", d, dv), Gaussian("Z", n, n)
+    return spectral_law((X @ W1 @ X.T + Z / 2) @ X @ W2, {n: 1, d: sp.Rational(1, 2), dv: sp.Rational(1, 4)})
+
+
+LAWS: dict[str, Callable[[], SpectralLaw]] = {
+    "MP(1/2)": marchenko_pastur, "MP(1/2) x MP(1/4)": wishart_product, "(X W1 X^T + Z/2) X W2": head_plus_noise,
+}
+
+
+def answers(law: SpectralLaw) -> dict[str, object]:
+    top = float(law.edges(dps=16)[-1].location)
+    x = np.linspace(0.0, 1.1 * top, 301)[1:]
+    return {
+        "density": law.density(x), "cdf": law.cdf(x), "quantile": law.quantile(np.linspace(0, 1, 11)),
+        "stieltjes": law.stieltjes(x + 0.1j), "edges": law.edges(dps=30), "edges16": law.edges(dps=16),
+        "atoms": law.atoms(), "mass": law.mass(),
+    }
+
+
+def everything_else(law: SpectralLaw) -> None:
+    """Queries that could leave state behind: P, its edges and atoms, the other value method, 50 digits."""
+    assert law.algebraic().polynomial is not None
+    law.algebraic_edges(30)
+    law.algebraic_atoms()
+    law.moments(3)
+    law.stieltjes(0.5 + 0.25j, dps=50)
+    law.density(np.linspace(0.1, 1, 50), method="polynomial")
+    law.cdf(np.linspace(0.1, 1, 5), method="polynomial")
+    law.edges(dps=20, method="discriminant")
+    law.numeric_moments(2)
+
+
+@pytest.mark.parametrize("name", list(LAWS))
+def test_answers_do_not_depend_on_earlier_queries(name: str) -> None:
+    fresh = answers(LAWS[name]())
+    asked = LAWS[name]()
+    everything_else(asked)
+    again = answers(asked)
+    for key, value in fresh.items():
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, again[key]), key
+        else:
+            assert value == again[key], key
+
+
+def test_every_answer_names_its_method() -> None:
+    law = wishart_product()
+    assert {e.method for e in law.edges(16)} == {"fold"}
+    assert {e.method for e in law.edges(16, method="discriminant")} == {"discriminant"}
+    assert [a.method for a in law.atoms()] == ["descent"]
+    assert [a.method for a in law.atoms(method="polynomial")] == ["polynomial"]
+    assert law.solver().method == "dyson" and law.solver("polynomial").method == "polynomial"
+    with pytest.raises(ValueError, match="^method: unknown method 'newton'"):
+        law.edges(16, method="newton")
+    # the two value methods agree to rounding, and each is what it says
+    x = np.linspace(0.1, 3.5, 40)
+    assert law.density(x, method="polynomial") == pytest.approx(law.density(x), abs=1e-12)
