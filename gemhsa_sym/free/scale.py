@@ -4,7 +4,7 @@ The norm bound of the polynomial (the limit of Bai–Yin for each monomial) is r
 but for a sum over many heads it grows like H while the law does not: at H = 10^5 it is
 10^15 times the top of the support, and every threshold relative to it loses the law in
 double precision. Where the bound exceeds the law's own size sqrt(mu_2) (exact, from the
-series) by more than :data:`LOOSE`, the scale is :data:`MARGIN` sqrt(mu_2) instead, kept
+series) by more than :data:`LOOSE` (which costs the series, so moderately loose bounds are kept), the scale is :data:`MARGIN` sqrt(mu_2) instead, kept
 only after the continuation from above the rigorous bound has verified that no support
 lies between the two.
 """
@@ -28,7 +28,7 @@ from .system import DysonSystem
 __all__ = ["LOOSE", "MARGIN", "SCALE_RANGE", "ScaleError", "law_scale", "norm_bound", "to_float"]
 
 #: The norm bound counts as loose above this many times sqrt(mu_2).
-LOOSE = 1e6
+LOOSE = 1e10
 #: The tightened scale, in units of sqrt(mu_2).
 MARGIN = 1e3
 #: Scales the double-precision continuation solves: beyond, products of its unknowns over- or underflow.
@@ -80,7 +80,7 @@ def law_scale(bound: float, full: DysonSystem, values: Mapping[sp.Symbol, Any]) 
 
 def _tightened(bound: float, full: DysonSystem, values: Mapping[sp.Symbol, Any]) -> float:
     """The scale of the module docstring for a finite ``bound``."""
-    if bound <= LOOSE:  # the law would need sqrt(mu_2) < 1 to count as loose; keep the bound
+    if bound <= LOOSE:  # the law would need sqrt(mu_2) < 1 to count as loose: keep the bound
         return bound
     second = to_float(moment_series(full, 2)[1], values)
     if not (second > 0 and bound > LOOSE * np.sqrt(second)):

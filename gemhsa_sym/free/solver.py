@@ -59,8 +59,12 @@ class BranchSolver:
         return PolynomialSystem.build(self.elimination.specialised(), M, W, self.dyson)
 
     def with_polynomial(self, elimination: Elimination) -> BranchSolver:
-        """A new solver that follows the root of P(m, w) of ``elimination``."""
-        return BranchSolver(self.derivation, elimination)
+        """A new solver that follows the root of P(m, w) of ``elimination`` (sharing this one's
+        numeric Dyson systems, which do not change)."""
+        solver = BranchSolver(self.derivation, elimination)
+        solver.__dict__["dyson"] = self.dyson
+        solver._mp = self._mp
+        return solver
 
     @property
     def output(self) -> int:
