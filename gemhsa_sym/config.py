@@ -38,6 +38,10 @@ __all__ = [
 DIMENSIONS: tuple[str, ...] = ("n", "d", "d_k", "d_v", "d_out")
 SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"}
 
+#: What a configuration asks the law of: the centred output, or the attention matrix of one head.
+TARGETS: tuple[str, ...] = ("output", "attention")
+#: Fields that only the output target uses, with their defaults (docs/extensions.md §8.1).
+_OUTPUT_SIDE: dict[str, Any] = {"kv": "independent", "rho": 0, "output": "independent", "residual": None}
 #: Widths (d, d_out, and heads times d_k and d_v) as ratios to n that the engine honours.
 RATIO_RANGE = (sp.Rational(1, 1000), sp.Integer(1000))
 #: Most heads: sharing partitions are stored head by head.
@@ -76,6 +80,13 @@ class Config:
     ``output = "keys"`` sets W_O^h = W_K^hT sqrt(d / (H d_v)).
     ``normalisation = "row"`` gives A = rownorm(f(beta S)) (softmax for
     f = exp), ``"none"`` gives A = f(beta S) / n.
+
+    ``target = "attention"`` (default ``"output"``) asks for the law of the attention matrix
+    itself, the squared singular values of sqrt(n) (A - 11^T/n), for one head with row
+    normalisation; the output-side fields (d_v, d_out, kv, rho, output, share_v, residual)
+    are then left out. ``residual = alpha`` (default none) adds the residual stream
+    R = X + alpha sqrt(n) Y (needs d_out = d) and asks for the law of R^T P R / n,
+    P = I - 11^T/n (docs/extensions.md §8.1, §8.4).
     """
 
     n: sp.Rational = sp.Integer(1)
@@ -95,11 +106,17 @@ class Config:
     output: str = "independent"
     name: str | None = None
     size_n: int | None = None
+    target: str = "output"
+    residual: sp.Expr | None = None
 
     def __post_init__(self) -> None:
         def put(key: str, value: Any) -> None:
             object.__setattr__(self, key, value)
 
+        if self.target == "attention":
+            given = [key for key in ("d_v", "d_out", "share_v") if getattr(self, key) is not None]
+            if given:
+                raise ValueError(f"{given[0]}: an output-side field, not used with target = 'attention'")
         heads = integer_value("heads", self.heads)
         if heads < 1:
             raise ValueError(f"heads: need at least one head, got {heads}")
@@ -130,6 +147,12 @@ class Config:
                 )
         if self.name is not None and not isinstance(self.name, str):
             raise ValueError(f"name: expected a string, got {self.name!r}")
+        if self.target not in TARGETS:
+            raise ValueError(f"target: unknown option {self.target!r}; choose one of {', '.join(TARGETS)}")
+        if self.residual is not None:
+            put("residual", real_number("residual", self.residual))
+            if self.d_out != self.d:
+                raise ValueError(f"residual: R = X + alpha sqrt(n) Y needs d_out == d, got d_out = {self.d_out}, d = {self.d}")
 
         put("share_q", partition("share_q", self.share_q, heads))
         put("share_k", partition("share_k", self.share_k, heads))
@@ -154,6 +177,18 @@ class Config:
                 f"output: {self.output!r} ({output_rule.summary}) needs d_v == d_k and d_out == d, "
                 f"got d_k = {self.d_k}, d_v = {self.d_v}, d = {self.d}, d_out = {self.d_out}"
             )
+        if self.target == "attention":
+            self._check_attention_target()
+
+    def _check_attention_target(self) -> None:
+        """The attention matrix of one head with row normalisation; no output-side field may be set."""
+        if self.heads != 1:
+            raise ValueError(f"target: 'attention' is the attention matrix of one head, got heads = {self.heads}")
+        if self.normalisation != "row":
+            raise ValueError("target: 'attention' needs row-normalised attention (A - 11^T/n has rows summing to 0)")
+        given = [key for key, default in _OUTPUT_SIDE.items() if getattr(self, key) != default]
+        if given:
+            raise ValueError(f"{given[0]}: an output-side field, not used with target = 'attention'")
 
     def _dimension_ratios(self, heads: int) -> dict[str, Any]:
         """Exact ratios to n and ``size_n``, from ratio input (n = 1) or size input (n > 1)."""
@@ -265,7 +300,8 @@ class Config:
         return self.replace(**changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON- and TOML-able fields; exact numbers as strings (``"1/4"``); None left out."""
+        """JSON- and TOML-able fields; exact numbers as strings (``"1/4"``); None, the default target and,
+        for the attention target, the output-side fields left out."""
         data: dict[str, Any] = {"name": self.name}
         data |= {key: str(value) for key, value in self.ratios().items()}
         data |= {
@@ -277,6 +313,11 @@ class Config:
         }
         data |= {key: partition_spec(getattr(self, key), self.heads) for key in SHARING_FIELDS.values()}
         data |= {"kv": self.kv, "rho": str(self.rho), "output": self.output}
+        if self.target != "output":
+            data = {key: value for key, value in data.items() if key not in (*_OUTPUT_SIDE, "d_v", "d_out", "share_v")}
+            data["target"] = self.target
+        if self.residual is not None:
+            data["residual"] = str(self.residual)
         return {key: value for key, value in data.items() if value is not None}
 
     @classmethod
@@ -328,6 +369,10 @@ class Config:
             parts.append(output_rule.summary)
         norm = "row-normalised" if self.normalisation == "row" else "unnormalised (/n)"
         parts.append(f"beta={self.beta}, {self.score}, {norm}")
+        if self.target == "attention":
+            parts = [p for p in parts if not p.startswith(("d_v=", "d_out="))] + ["target: the attention matrix sqrt(n) (A - J)"]
+        if self.residual is not None:
+            parts.append(f"residual stream R = X + alpha sqrt(n) Y with alpha={self.residual}")
         return "; ".join(parts)
 
 

@@ -78,7 +78,7 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     n, d, d_k = Dim("n"), Dim("d"), Dim("d_k")
     value_rule, output_rule = VALUE_RULES[config.kv], OUTPUT_RULES[config.output]
     d_v = d_k if value_rule.follows_keys or output_rule.from_keys else Dim("d_v")
-    d_out = d if output_rule.from_keys else Dim("d_out")
+    d_out = d if output_rule.from_keys or config.residual is not None else Dim("d_out")
     ratios = {n: sp.S.One, d: r["d"], d_k: r["d_k"], d_v: r["d_v"], d_out: r["d_out"]}
     if d_v == d_k:
         ratios[d_k] = r["d_k"]
@@ -96,7 +96,15 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     V = value_rule.make(WK, WV, config.rho, _exact)
     WO = Gaussian("W_O", d_v, d_out, 1 / (H * ratios[d_v])) if output_rule.fresh else None
     out = output_rule.make(WK, WO, sp.sqrt(ratios[d] / (H * ratios[d_v])), _exact)
-    template = (mu / sp.sqrt(ratios[d_k]) * X * WQ * WK.T * X.T + sigma * Z) * X * V * out
+    bracket = mu / sp.sqrt(ratios[d_k]) * X * WQ * WK.T * X.T + sigma * Z
+    if config.target == "attention":  # sqrt(n) (A - J): the bracket itself, one head (docs/extensions.md §8.1)
+        template = bracket
+        WV = WO = None
+        ratios = {n: sp.S.One, d: r["d"], d_k: r["d_k"]}
+    else:
+        template = bracket * X * V * out
+        if config.residual is not None:  # R / sqrt(n) = X + alpha Y, X shared by the heads (docs/extensions.md §8.4)
+            template = X / H + config.residual * template
     roles = {"X": X, "W_Q": WQ, "W_K": WK, "W_V": WV, "W_O": WO, "Z": Z}
     lq, gq = _level(config.share_q)
     lk, gk = _level(config.share_k)

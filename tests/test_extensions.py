@@ -1,0 +1,69 @@
+"""Configurations beyond the centred output (docs/extensions.md §8.1, §8.4): the attention matrix
+itself and the residual stream, against values computed independently of the engine."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.derive import BETA, derive
+
+E = sp.E
+
+
+def test_attention_matrix_mean_is_the_entry_variance() -> None:
+    # docs/reference-values.md §9.6: mu_1^2 + sigma^2 = e^{beta^2} - 1 for softmax, any ratios.
+    law = derive(Config(target="attention", d="3/2", d_k="1/2"))
+    assert sp.simplify(law.moments(1, symbolic=True)[0] - (sp.exp(BETA**2) - 1)) == 0
+    assert law.moments(1) == [E - 1]
+    assert derive(Config(target="attention", beta="3/4")).moments(1)[0] == sp.exp(sp.Rational(9, 16)) - 1
+
+
+@pytest.mark.parametrize("beta", ["1/2", "1", "3/2"])
+def test_attention_matrix_edge_lies_beyond_the_iid_edge(beta: str) -> None:
+    """The law is not Marchenko–Pastur: its bulk reaches beyond 4 (e^{beta^2} - 1), the edge of an
+    iid matrix of the same entry variance (the claim of the predecessor paper)."""
+    law = derive(Config(target="attention", beta=beta))
+    top = float(law.edges(16)[-1].location)
+    variance = math.exp(float(sp.Rational(beta)) ** 2) - 1
+    assert top > 4 * variance * 1.05
+    mu2 = float(law.moments(2)[1])
+    assert mu2 != pytest.approx(2 * variance**2, rel=1e-3)  # Marchenko–Pastur(1) of that variance has mu_2 = 2 v^2
+    assert law.mass() == pytest.approx(1, abs=1e-9)
+
+
+def test_attention_matrix_rejects_output_side_fields() -> None:
+    for bad, field in ((dict(heads=2, d_k="1/2"), "target"), (dict(d_out=2), "d_out"), (dict(kv="tied"), "kv"),
+                       (dict(residual=1), "residual"), (dict(normalisation="none"), "target")):
+        with pytest.raises(ValueError, match=f"^{field}: "):
+            Config(target="attention", **bad)
+
+
+@pytest.mark.parametrize(("alpha", "preset"), [("1", "single-head"), ("1/2", "mha"), ("2", "key-output")])
+def test_residual_mean_adds_the_branch_scaled_by_alpha_squared(alpha: str, preset: str) -> None:
+    # docs/reference-values.md §9.6: at unit ratios the cross terms vanish (W_O is centred), so the
+    # mean is that of the tokens' law (1) plus alpha^2 times the mean of the output's law.
+    base = derive(PRESETS[preset])
+    law = derive(PRESETS[preset].replace(residual=alpha))
+    a = sp.Rational(alpha)
+    assert sp.simplify(law.moments(1)[0] - (1 + a**2 * base.moments(1)[0])) == 0
+    edges = law.edges(16)
+    assert float(edges[-1].location) > float(base.edges(16)[-1].location) * float(a**2)
+
+
+def test_residual_needs_a_square_output() -> None:
+    with pytest.raises(ValueError, match="^residual: "):
+        Config(residual=1, d_out=2)
+
+
+def test_residual_at_alpha_zero_is_marchenko_pastur() -> None:
+    """alpha = 0 leaves the tokens: the law of X^T P X / n, Marchenko–Pastur with ratio d / n."""
+    law = derive(Config(residual=0, d="1/2"))
+    c = 0.5
+    assert law.moments(2) == [1, sp.Rational(3, 2)]  # 1 and 1 + c
+    lo, hi = (1 - math.sqrt(c)) ** 2, (1 + math.sqrt(c)) ** 2
+    np.testing.assert_allclose([float(e.location) for e in law.edges(20)], [lo, hi], rtol=1e-14)
