@@ -40,6 +40,8 @@ SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"
 
 #: What a configuration asks the law of: the centred output, or the attention matrix of one head.
 TARGETS: tuple[str, ...] = ("output", "attention")
+#: How the tokens are drawn: iid Gaussian, or sqrt(d) times n rows of a Haar orthogonal matrix (docs/extensions.md §8.2).
+TOKENS: tuple[str, ...] = ("gaussian", "orthonormal")
 #: Fields that only the output target uses, with their defaults (docs/extensions.md §8.1).
 _OUTPUT_SIDE: dict[str, Any] = {"kv": "independent", "rho": 0, "output": "independent", "residual": None}
 #: Widths (d, d_out, and heads times d_k and d_v) as ratios to n that the engine honours.
@@ -86,7 +88,8 @@ class Config:
     normalisation; the output-side fields (d_v, d_out, kv, rho, output, share_v, residual)
     are then left out. ``residual = alpha`` (default none) adds the residual stream
     R = X + alpha sqrt(n) Y (needs d_out = d) and asks for the law of R^T P R / n,
-    P = I - 11^T/n (docs/extensions.md §8.1, §8.4).
+    P = I - 11^T/n. ``tokens = "orthonormal"`` (default ``"gaussian"``) draws the tokens as
+    sqrt(d) times n rows of a Haar orthogonal matrix (n <= d) (docs/extensions.md §8.1, §8.2, §8.4).
     """
 
     n: sp.Rational = sp.Integer(1)
@@ -108,6 +111,7 @@ class Config:
     size_n: int | None = None
     target: str = "output"
     residual: sp.Expr | None = None
+    tokens: str = "gaussian"
 
     def __post_init__(self) -> None:
         def put(key: str, value: Any) -> None:
@@ -149,6 +153,16 @@ class Config:
             raise ValueError(f"name: expected a string, got {self.name!r}")
         if self.target not in TARGETS:
             raise ValueError(f"target: unknown option {self.target!r}; choose one of {', '.join(TARGETS)}")
+        if self.tokens not in TOKENS:
+            raise ValueError(f"tokens: unknown option {self.tokens!r}; choose one of {', '.join(TOKENS)}")
+        if self.tokens == "orthonormal":
+            if self.d < self.n:
+                raise ValueError(f"tokens: orthonormal tokens are n rows of a d x d orthogonal matrix, so n <= d; got d / n = {self.d}")
+            if OUTPUT_RULES[self.output].from_keys:
+                raise ValueError(f"tokens: with orthonormal tokens the output {self.output!r} ({OUTPUT_RULES[self.output].summary}) "
+                                 "is not independent of the keys X W_K; use output = 'independent'")
+            if self.residual is not None:
+                raise ValueError("tokens: the residual stream adds the tokens themselves, which are not Gaussian when orthonormal")
         if self.residual is not None:
             put("residual", real_number("residual", self.residual))
             if self.d_out != self.d:
@@ -318,6 +332,8 @@ class Config:
             data["target"] = self.target
         if self.residual is not None:
             data["residual"] = str(self.residual)
+        if self.tokens != "gaussian":
+            data["tokens"] = self.tokens
         return {key: value for key, value in data.items() if value is not None}
 
     @classmethod
@@ -373,6 +389,8 @@ class Config:
             parts = [p for p in parts if not p.startswith(("d_v=", "d_out="))] + ["target: the attention matrix sqrt(n) (A - J)"]
         if self.residual is not None:
             parts.append(f"residual stream R = X + alpha sqrt(n) Y with alpha={self.residual}")
+        if self.tokens != "gaussian":
+            parts.append(f"{self.tokens} tokens")
         return "; ".join(parts)
 
 

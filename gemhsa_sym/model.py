@@ -45,7 +45,8 @@ class GaussianEquivalent:
     ratios: dict[Dim, sp.Expr]
     coefficients: HermiteData
     #: One head's term, and its Gaussians by role (X, W_Q, W_K, W_V, W_O, Z; None where a rule
-    #: draws no matrix of its own): what the sampler realises head by head.
+    #: draws no matrix of its own; with orthonormal tokens X is None and W_Q, W_K, W_V stand for
+    #: the projected tokens Q, K, V): what the sampler realises head by head.
     template: MatrixExpr
     roles: dict[str, Gaussian | None]
 
@@ -87,22 +88,30 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
             ratios[d_k] = r["d"] / H
             if d_v != d_k:
                 ratios[d_v] = r["d"] / H
-    X = Gaussian("X", n, d)
-    WQ = Gaussian("W_Q", d, d_k, 1 / ratios[d])
-    WK = Gaussian("W_K", d, d_k, 1 / ratios[d])
     Z = Gaussian("Z", n, n)
     mu, sigma = MU1, SIGMA
-    WV = Gaussian("W_V", d, d_v, 1 / ratios[d]) if value_rule.fresh else None
-    V = value_rule.make(WK, WV, config.rho, _exact)
     WO = Gaussian("W_O", d_v, d_out, 1 / (H * ratios[d_v])) if output_rule.fresh else None
-    out = output_rule.make(WK, WO, sp.sqrt(ratios[d] / (H * ratios[d_v])), _exact)
-    bracket = mu / sp.sqrt(ratios[d_k]) * X * WQ * WK.T * X.T + sigma * Z
+    if config.tokens == "orthonormal":  # X W is iid Gaussian: Q, K, V directly (docs/extensions.md §8.2)
+        X = None
+        WQ, WK = Gaussian("Q", n, d_k), Gaussian("K", n, d_k)
+        WV = Gaussian("V", n, d_v) if value_rule.fresh else None
+        values = value_rule.make(WK, WV, config.rho, _exact)
+        bracket = mu / sp.sqrt(ratios[d_k]) * WQ * WK.T + sigma * Z
+        ratios = {key: value for key, value in ratios.items() if key != d}
+    else:
+        X = Gaussian("X", n, d)
+        WQ = Gaussian("W_Q", d, d_k, 1 / ratios[d])
+        WK = Gaussian("W_K", d, d_k, 1 / ratios[d])
+        WV = Gaussian("W_V", d, d_v, 1 / ratios[d]) if value_rule.fresh else None
+        values = X * value_rule.make(WK, WV, config.rho, _exact)
+        bracket = mu / sp.sqrt(ratios[d_k]) * X * WQ * WK.T * X.T + sigma * Z
+    out = output_rule.make(WK, WO, sp.sqrt(r["d"] / (H * ratios[d_v])), _exact)
     if config.target == "attention":  # sqrt(n) (A - J): the bracket itself, one head (docs/extensions.md §8.1)
         template = bracket
         WV = WO = None
-        ratios = {n: sp.S.One, d: r["d"], d_k: r["d_k"]}
+        ratios = {key: value for key, value in ratios.items() if key in (n, d, d_k)}
     else:
-        template = bracket * X * V * out
+        template = bracket * values * out
         if config.residual is not None:  # R / sqrt(n) = X + alpha Y, X shared by the heads (docs/extensions.md §8.4)
             template = X / H + config.residual * template
     roles = {"X": X, "W_Q": WQ, "W_K": WK, "W_V": WV, "W_O": WO, "Z": Z}
@@ -114,7 +123,7 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     if not regular:
         return GaussianEquivalent(_explicit(config, template, X, WQ, WK, WV, WO, Z), ratios, coeff, template, roles)
     G = sp.Integer(next(iter(grouped))[1]) if grouped else sp.S.One
-    levels = [(X, "global"), (Z, "head"), (WQ, lq), (WK, lk)]
+    levels = ([] if X is None else [(X, "global")]) + [(Z, "head"), (WQ, lq), (WK, lk)]
     if WV is not None:
         levels.append((WV, lv))
     if WO is not None:
@@ -122,7 +131,7 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     return GaussianEquivalent(ExchangeableSum(template, G, H / G, tuple(levels)), ratios, coeff, template, roles)
 
 
-def _explicit(config: Config, template: MatrixExpr, X: Gaussian, WQ: Gaussian, WK: Gaussian, WV: Gaussian | None, WO: Gaussian | None, Z: Gaussian) -> MatrixExpr:
+def _explicit(config: Config, template: MatrixExpr, X: Gaussian | None, WQ: Gaussian, WK: Gaussian, WV: Gaussian | None, WO: Gaussian | None, Z: Gaussian) -> MatrixExpr:
     """The head-by-head sum, one symbol per sharing group (sharing patterns without exchangeable heads)."""
     terms = []
     for h in range(config.heads):

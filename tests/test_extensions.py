@@ -67,3 +67,33 @@ def test_residual_at_alpha_zero_is_marchenko_pastur() -> None:
     assert law.moments(2) == [1, sp.Rational(3, 2)]  # 1 and 1 + c
     lo, hi = (1 - math.sqrt(c)) ** 2, (1 + math.sqrt(c)) ** 2
     np.testing.assert_allclose([float(e.location) for e in law.edges(20)], [lo, hi], rtol=1e-14)
+
+
+def test_orthonormal_tokens_give_the_predecessor_papers_law() -> None:
+    """Orthonormal tokens (n <= d): Q, K, V are iid Gaussian matrices. The attention matrix at
+    n/d = 2/3, d_k/n = 1/2, beta = 1 has mean e - 1 and its top edge near 11, where Monte Carlo of
+    its Gaussian equivalent puts the largest eigenvalue (docs/reference-values.md §9.6)."""
+    law = derive(Config(target="attention", tokens="orthonormal", d="3/2", d_k="1/2"))
+    assert law.moments(1) == [E - 1]
+    assert 10.5 < float(law.edges(16)[-1].location) < 11.5
+
+
+@pytest.mark.parametrize(("preset", "extra"), [("single-head", 0), ("mqa", 0), ("tied-kv", 1), ("correlated-kv", sp.Rational(1, 4))])
+def test_orthonormal_tokens_mean(preset: str, extra: sp.Expr) -> None:
+    """E tr over W_O, then over Q, K, V (iid Gaussian), per entry: mu_1^2 E|S0 V|^2 / (n^2 d_v) + sigma^2
+    = mu_1^2 (1 + rho^2 d_k / n) + sigma^2, since S0 K = Q K^T K / sqrt(d_k) has E tr((K^T K)^2) =
+    n d_k (n + d_k + 1) and V = rho K + sqrt(1 - rho^2) V' (Gaussian tokens add mu_1^2 n / d from
+    the tokens' own fluctuations). At unit ratios, mu_1 = 1: e - 1 plus rho^2."""
+    law = derive(PRESETS[preset].replace(tokens="orthonormal"))
+    assert law.moments(1) == [E - 1 + extra]
+
+
+def test_orthonormal_tokens_refuse_what_they_cannot_be() -> None:
+    with pytest.raises(ValueError, match="^tokens: orthonormal tokens are n rows"):
+        Config(tokens="orthonormal", d="1/2")
+    with pytest.raises(ValueError, match="^tokens: with orthonormal tokens the output 'keys'"):
+        PRESETS["key-output"].replace(tokens="orthonormal")
+    with pytest.raises(ValueError, match="^tokens: the residual stream"):
+        Config(tokens="orthonormal", residual=1)
+    with pytest.raises(ValueError, match="^tokens: unknown option"):
+        Config(tokens="uniform")
