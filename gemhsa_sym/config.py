@@ -41,7 +41,7 @@ SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"
 #: What a configuration asks the law of: the centred output, or the attention matrix of one head.
 TARGETS: tuple[str, ...] = ("output", "attention")
 #: How the tokens are drawn: iid Gaussian, or sqrt(d) times n rows of a Haar orthogonal matrix (docs/extensions.md §8.2).
-TOKENS: tuple[str, ...] = ("gaussian", "orthonormal")
+TOKENS: tuple[str, ...] = ("gaussian", "orthonormal", "covariance")
 #: Fields that only the output target uses, with their defaults (docs/extensions.md §8.1).
 _OUTPUT_SIDE: dict[str, Any] = {"kv": "independent", "rho": 0, "output": "independent", "residual": None}
 #: Widths (d, d_out, and heads times d_k and d_v) as ratios to n that the engine honours.
@@ -112,6 +112,7 @@ class Config:
     target: str = "output"
     residual: sp.Expr | None = None
     tokens: str = "gaussian"
+    token_covariance: Mapping[str, Any] | tuple[tuple[sp.Expr, sp.Expr], ...] | None = None
 
     def __post_init__(self) -> None:
         def put(key: str, value: Any) -> None:
@@ -155,6 +156,10 @@ class Config:
             raise ValueError(f"target: unknown option {self.target!r}; choose one of {', '.join(TARGETS)}")
         if self.tokens not in TOKENS:
             raise ValueError(f"tokens: unknown option {self.tokens!r}; choose one of {', '.join(TOKENS)}")
+        put("token_covariance", self._spectrum())
+        if self.token_covariance is not None and (OUTPUT_RULES[self.output].from_keys or self.residual is not None):
+            raise ValueError("tokens: with a token covariance the width d is split into blocks; the key-built output and "
+                             "the residual stream, which need d as one dimension, are not supported")
         if self.tokens == "orthonormal":
             if self.d < self.n:
                 raise ValueError(f"tokens: orthonormal tokens are n rows of a d x d orthogonal matrix, so n <= d; got d / n = {self.d}")
@@ -193,6 +198,40 @@ class Config:
             )
         if self.target == "attention":
             self._check_attention_target()
+
+    def _spectrum(self) -> tuple[tuple[sp.Expr, sp.Expr], ...] | None:
+        """The token covariance's spectrum as (value, weight) pairs, weights summing to 1 (tokens = 'covariance')."""
+        given = self.token_covariance
+        if self.tokens != "covariance":
+            if given is not None:
+                raise ValueError("token_covariance: only used with tokens = 'covariance'")
+            return None
+        if given is None:
+            raise ValueError("token_covariance: tokens = 'covariance' needs [token_covariance] with values and weights")
+        if isinstance(given, tuple):
+            pairs = given
+        else:
+            if not isinstance(given, Mapping) or set(given) != {"values", "weights"}:
+                raise ValueError("token_covariance: expected a table with the lists values and weights")
+            values, weights = given["values"], given["weights"]
+            if not isinstance(values, (list, tuple)) or not isinstance(weights, (list, tuple)) or len(values) != len(weights) or not values:
+                raise ValueError("token_covariance: values and weights must be lists of the same positive length")
+            pairs = tuple((real_number(f"token_covariance.values[{k}]", v), real_number(f"token_covariance.weights[{k}]", w))
+                          for k, (v, w) in enumerate(zip(values, weights)))
+        for k, (v, w) in enumerate(pairs):
+            if not (v > 0 and w > 0 and v.is_Rational and w.is_Rational):
+                raise ValueError(f"token_covariance: value and weight {k} must be positive rationals, got {v} and {w}")
+        if sum(w for _, w in pairs) != 1:
+            raise ValueError(f"token_covariance: the weights must sum to 1, got {sum(w for _, w in pairs)}")
+        return tuple(pairs)
+
+    @property
+    def score_scale(self) -> sp.Expr:
+        """The standard deviation of the scores' off-diagonal entries S0_ij = q_i . k_j / sqrt(d_k): 1, or
+        with token covariance Sigma the mean of its spectrum tr(Sigma) / d (docs/extensions.md §8.3)."""
+        if self.token_covariance is None:
+            return sp.Integer(1)
+        return sum(v * w for v, w in self.token_covariance)
 
     def _check_attention_target(self) -> None:
         """The attention matrix of one head with row normalisation; no output-side field may be set."""
@@ -271,6 +310,10 @@ class Config:
             if not size.is_integer or size < 1:
                 raise ValueError(f"{key}: {ratio} * n = {size} is not a positive integer size at n = {n}")
             sizes[key] = int(size)
+        for k, (_, weight) in enumerate(self.token_covariance or ()):
+            block = weight * sizes["d"]
+            if not block.is_integer:
+                raise ValueError(f"token_covariance: weight {k} ({weight}) of d = {sizes['d']} is not an integer block at n = {n}")
         return sizes
 
     def group_of(self, which: str, head: int) -> int:
@@ -334,6 +377,9 @@ class Config:
             data["residual"] = str(self.residual)
         if self.tokens != "gaussian":
             data["tokens"] = self.tokens
+        if self.token_covariance is not None:
+            data["token_covariance"] = {"values": [str(v) for v, _ in self.token_covariance],
+                                        "weights": [str(w) for _, w in self.token_covariance]}
         return {key: value for key, value in data.items() if value is not None}
 
     @classmethod
@@ -389,7 +435,10 @@ class Config:
             parts = [p for p in parts if not p.startswith(("d_v=", "d_out="))] + ["target: the attention matrix sqrt(n) (A - J)"]
         if self.residual is not None:
             parts.append(f"residual stream R = X + alpha sqrt(n) Y with alpha={self.residual}")
-        if self.tokens != "gaussian":
+        if self.tokens == "covariance":
+            spectrum = ", ".join(f"{v} ({w})" for v, w in self.token_covariance)
+            parts.append(f"token covariance with eigenvalues (weights) {spectrum}")
+        elif self.tokens != "gaussian":
             parts.append(f"{self.tokens} tokens")
         return "; ".join(parts)
 

@@ -50,10 +50,11 @@ class AttentionLaw(SpectralLaw):
         if not symbolic:
             return super().moments(k)
         out = super().moments(k, symbolic=True)
-        h = hermite_data(self.config.score, BETA, self.config.normalisation)
+        scale = self.config.score_scale  # the scores' standard deviation (docs/extensions.md §8.3)
+        h = hermite_data(self.config.score, BETA * scale, self.config.normalisation)
         if not h.exact:
             return out
-        sub = {MU1: h.mu1, SIGMA: sp.sqrt(h.sigma2)}
+        sub = {MU1: h.mu1 / scale, SIGMA: sp.sqrt(h.sigma2)}
         return [sp.expand(m.subs(sub)) for m in out]
 
 

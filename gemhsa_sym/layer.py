@@ -188,10 +188,11 @@ class AttentionLayer:
         tokens = X / np.sqrt(n)
         Y = np.zeros((n, weights.output[0].shape[1]))
         for h in range(self.config.heads):
-            real = {roles["X"]: tokens, roles["W_Q"]: weights.query.head(h), roles["W_K"]: weights.key.head(h),
+            (X_e,), (W_Q,), (W_K,) = roles["X"], roles["W_Q"], roles["W_K"]
+            real = {X_e: tokens, W_Q: weights.query.head(h), W_K: weights.key.head(h),
                     roles["Z"]: rng.standard_normal((n, n)) / np.sqrt(n)}
-            if roles["W_V"] is not None:
-                real[roles["W_V"]] = weights.fresh_value.head(h)
+            for W_V in roles["W_V"]:
+                real[W_V] = weights.fresh_value.head(h)
             if roles["W_O"] is not None:
                 real[roles["W_O"]] = weights.fresh_output[h]
             for c, factors in chains:

@@ -19,6 +19,7 @@ output W_O^h = sqrt(a_d/(H a_dv)) W_K^hT.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sympy as sp
 from sympy.matrices.expressions import MatrixExpr
@@ -44,16 +45,20 @@ class GaussianEquivalent:
     model: ExchangeableSum | MatrixExpr
     ratios: dict[Dim, sp.Expr]
     coefficients: HermiteData
-    #: One head's term, and its Gaussians by role (X, W_Q, W_K, W_V, W_O, Z; None where a rule
-    #: draws no matrix of its own; with orthonormal tokens X is None and W_Q, W_K, W_V stand for
-    #: the projected tokens Q, K, V): what the sampler realises head by head.
+    #: One head's term, and its Gaussians by role: X, W_Q, W_K, W_V (tuples, one per token block;
+    #: empty where a rule draws no matrix of its own; with orthonormal tokens X is empty and W_Q,
+    #: W_K, W_V hold the projected tokens Q, K, V), W_O (None where the rule draws none) and Z:
+    #: what the sampler realises head by head.
     template: MatrixExpr
-    roles: dict[str, Gaussian | None]
+    roles: dict[str, Any]
+    #: The standard deviation of the score entries: the coefficient of S0 is mu_1 / score_scale
+    #: (docs/extensions.md §8.3).
+    score_scale: sp.Expr = sp.Integer(1)
 
     @property
     def values(self) -> dict[sp.Symbol, sp.Expr]:
-        """The values of mu_1 and sigma."""
-        return {MU1: self.coefficients.mu1, SIGMA: sp.sqrt(self.coefficients.sigma2)}
+        """The values of mu_1 and sigma (mu_1 per unit of the scores' standard deviation)."""
+        return {MU1: self.coefficients.mu1 / self.score_scale, SIGMA: sp.sqrt(self.coefficients.sigma2)}
 
 
 def _exact(coefficient: sp.Expr) -> sp.Expr:
@@ -71,9 +76,51 @@ def _level(partition: tuple[tuple[int, ...], ...]) -> tuple[str, int]:
     return ("group", len(partition)) if len(sizes) == 1 else ("irregular", len(partition))
 
 
+@dataclass(frozen=True)
+class _Tokens:
+    """How one head's queries, keys and values are written (docs/model.md §1.7, docs/extensions.md §8.2,
+    §8.3): the Gaussians shared by every head (the tokens), the per-head Gaussians of the queries, keys
+    and values (one per token block), and Q, K (n x d_k) and V (n x d_v) as expressions in them."""
+
+    shared: tuple[Gaussian, ...]
+    query: tuple[Gaussian, ...]
+    key: tuple[Gaussian, ...]
+    value: tuple[Gaussian, ...]
+    Q: MatrixExpr
+    K: MatrixExpr
+    V: MatrixExpr
+    #: W_K, for an output built from the keys (None where the tokens do not allow one)
+    key_weight: Gaussian | None
+
+
+def _tokens(config: Config, dims: dict[str, Dim], ratios: dict[Dim, sp.Expr]) -> _Tokens:
+    """The :class:`_Tokens` of ``config``; new dimension groups (token blocks) are added to ``ratios``."""
+    n, d, d_k, d_v = dims["n"], dims["d"], dims["d_k"], dims["d_v"]
+    rule = VALUE_RULES[config.kv]
+    if config.tokens == "orthonormal":  # X W is iid Gaussian: Q, K, V directly
+        Q, K = Gaussian("Q", n, d_k), Gaussian("K", n, d_k)
+        V = Gaussian("V", n, d_v) if rule.fresh else None
+        return _Tokens((), (Q,), (K,), () if V is None else (V,), Q, K, rule.make(K, V, config.rho, _exact), None)
+    spectrum = config.token_covariance or ((sp.Integer(1), sp.Integer(1)),)
+    widths = [d] if config.token_covariance is None else [Dim(f"d_{b + 1}") for b in range(len(spectrum))]
+    for width, (_, weight) in zip(widths, spectrum):
+        ratios[width] = weight * ratios[d]
+    X = tuple(Gaussian("X" if len(widths) == 1 else f"X_{b + 1}", n, w) for b, w in enumerate(widths))
+    suffix = [""] if len(widths) == 1 else [f"_{b + 1}" for b in range(len(widths))]
+    WQ = tuple(Gaussian(f"W_Q{t}", w, d_k, 1 / ratios[d]) for t, w in zip(suffix, widths))
+    WK = tuple(Gaussian(f"W_K{t}", w, d_k, 1 / ratios[d]) for t, w in zip(suffix, widths))
+    WV = tuple(Gaussian(f"W_V{t}", w, d_v, 1 / ratios[d]) for t, w in zip(suffix, widths)) if rule.fresh else ()
+    roots = [sp.sqrt(value) for value, _ in spectrum]
+    Q = sp.Add(*[c * x * w for c, x, w in zip(roots, X, WQ)])
+    K = sp.Add(*[c * x * w for c, x, w in zip(roots, X, WK)])
+    V = sp.Add(*[c * x * rule.make(k, v, config.rho, _exact) for c, x, k, v in zip(roots, X, WK, WV or (None,) * len(X))])
+    return _Tokens(X, WQ, WK, WV, Q, K, V, WK[0] if len(widths) == 1 else None)
+
+
 def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) -> GaussianEquivalent:
     """The polynomial of the module docstring for ``config`` (``heads`` may be a SymPy symbol)."""
-    coeff = hermite_data(config.score, config.beta, config.normalisation)
+    scale = config.score_scale
+    coeff = hermite_data(config.score, config.beta * scale, config.normalisation)
     H = sp.Integer(config.heads) if heads is None else heads if isinstance(heads, sp.Expr) else to_number(heads, "heads")
     r = config.ratios()
     n, d, d_k = Dim("n"), Dim("d"), Dim("d_k")
@@ -88,61 +135,44 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
             ratios[d_k] = r["d"] / H
             if d_v != d_k:
                 ratios[d_v] = r["d"] / H
+    tokens = _tokens(config, {"n": n, "d": d, "d_k": d_k, "d_v": d_v}, ratios)
     Z = Gaussian("Z", n, n)
-    mu, sigma = MU1, SIGMA
     WO = Gaussian("W_O", d_v, d_out, 1 / (H * ratios[d_v])) if output_rule.fresh else None
-    if config.tokens == "orthonormal":  # X W is iid Gaussian: Q, K, V directly (docs/extensions.md §8.2)
-        X = None
-        WQ, WK = Gaussian("Q", n, d_k), Gaussian("K", n, d_k)
-        WV = Gaussian("V", n, d_v) if value_rule.fresh else None
-        values = value_rule.make(WK, WV, config.rho, _exact)
-        bracket = mu / sp.sqrt(ratios[d_k]) * WQ * WK.T + sigma * Z
-        ratios = {key: value for key, value in ratios.items() if key != d}
-    else:
-        X = Gaussian("X", n, d)
-        WQ = Gaussian("W_Q", d, d_k, 1 / ratios[d])
-        WK = Gaussian("W_K", d, d_k, 1 / ratios[d])
-        WV = Gaussian("W_V", d, d_v, 1 / ratios[d]) if value_rule.fresh else None
-        values = X * value_rule.make(WK, WV, config.rho, _exact)
-        bracket = mu / sp.sqrt(ratios[d_k]) * X * WQ * WK.T * X.T + sigma * Z
-    out = output_rule.make(WK, WO, sp.sqrt(r["d"] / (H * ratios[d_v])), _exact)
+    out = output_rule.make(tokens.key_weight, WO, sp.sqrt(r["d"] / (H * ratios[d_v])), _exact)
+    bracket = MU1 / sp.sqrt(ratios[d_k]) * tokens.Q * tokens.K.T + SIGMA * Z
+    values, used = tokens.value, [n, d_k, *(g.cols for g in tokens.shared)]
     if config.target == "attention":  # sqrt(n) (A - J): the bracket itself, one head (docs/extensions.md §8.1)
-        template = bracket
-        WV = WO = None
-        ratios = {key: value for key, value in ratios.items() if key in (n, d, d_k)}
+        template, values, WO = bracket, (), None
     else:
-        template = bracket * values * out
+        template = bracket * tokens.V * out
+        used += [d_v, d_out]
         if config.residual is not None:  # R / sqrt(n) = X + alpha Y, X shared by the heads (docs/extensions.md §8.4)
-            template = X / H + config.residual * template
-    roles = {"X": X, "W_Q": WQ, "W_K": WK, "W_V": WV, "W_O": WO, "Z": Z}
+            template = tokens.shared[0] / H + config.residual * template
+    ratios = {key: value for key, value in ratios.items() if key in used}
+    roles = {"X": tokens.shared, "W_Q": tokens.query, "W_K": tokens.key, "W_V": values, "W_O": WO, "Z": Z}
     lq, gq = _level(config.share_q)
     lk, gk = _level(config.share_k)
     lv, gv = _level(config.share_v)
     grouped = {(lvl, g, part) for lvl, g, part in ((lq, gq, config.share_q), (lk, gk, config.share_k), (lv, gv, config.share_v)) if lvl == "group"}
     regular = "irregular" not in (lq, lk, lv) and len({part for *_, part in grouped}) <= 1
     if not regular:
-        return GaussianEquivalent(_explicit(config, template, X, WQ, WK, WV, WO, Z), ratios, coeff, template, roles)
+        return GaussianEquivalent(_explicit(config, template, roles), ratios, coeff, template, roles, scale)
     G = sp.Integer(next(iter(grouped))[1]) if grouped else sp.S.One
-    levels = ([] if X is None else [(X, "global")]) + [(Z, "head"), (WQ, lq), (WK, lk)]
-    if WV is not None:
-        levels.append((WV, lv))
-    if WO is not None:
-        levels.append((WO, "head"))
-    return GaussianEquivalent(ExchangeableSum(template, G, H / G, tuple(levels)), ratios, coeff, template, roles)
+    levels = [(x, "global") for x in tokens.shared] + [(Z, "head")] + [(g, lq) for g in tokens.query]
+    levels += [(g, lk) for g in tokens.key] + [(g, lv) for g in values] + ([] if WO is None else [(WO, "head")])
+    return GaussianEquivalent(ExchangeableSum(template, G, H / G, tuple(levels)), ratios, coeff, template, roles, scale)
 
 
-def _explicit(config: Config, template: MatrixExpr, X: Gaussian | None, WQ: Gaussian, WK: Gaussian, WV: Gaussian | None, WO: Gaussian | None, Z: Gaussian) -> MatrixExpr:
+def _explicit(config: Config, template: MatrixExpr, roles: dict[str, Any]) -> MatrixExpr:
     """The head-by-head sum, one symbol per sharing group (sharing patterns without exchangeable heads)."""
     terms = []
     for h in range(config.heads):
-        sub = {
-            WQ: Gaussian(f"W_Q^{{({config.group_of('q', h) + 1})}}", WQ.rows, WQ.cols, WQ.scale),
-            WK: Gaussian(f"W_K^{{({config.group_of('k', h) + 1})}}", WK.rows, WK.cols, WK.scale),
-            Z: Gaussian(f"Z^{{({h + 1})}}", Z.rows, Z.cols, Z.scale),
-        }
-        if WV is not None:
-            sub[WV] = Gaussian(f"W_V^{{({config.group_of('v', h) + 1})}}", WV.rows, WV.cols, WV.scale)
-        if WO is not None:
+        sub = {roles["Z"]: Gaussian(f"Z^{{({h + 1})}}", roles["Z"].rows, roles["Z"].cols, roles["Z"].scale)}
+        for role, which in (("W_Q", "q"), ("W_K", "k"), ("W_V", "v")):
+            group = config.group_of(which, h) + 1
+            sub |= {g: Gaussian(f"{g.name}^{{({group})}}", g.rows, g.cols, g.scale) for g in roles[role]}
+        if roles["W_O"] is not None:
+            WO = roles["W_O"]
             sub[WO] = Gaussian(f"W_O^{{({h + 1})}}", WO.rows, WO.cols, WO.scale)
         terms.append(template.xreplace(sub))
     return sp.MatAdd(*terms).doit()

@@ -108,8 +108,9 @@ def check_draws(tasks: Sequence[DrawTask], workers: int | None) -> None:
     largest of them, ``workers`` at once, fits in the available memory (None: they run elsewhere)."""
     biggest = 0
     for task in tasks:
-        if task.config.target != "output" or task.config.residual is not None:
-            raise NotImplementedError("sample: the sampler draws the centred output of a layer without residual stream only")
+        if task.config.target != "output" or task.config.residual is not None or task.config.tokens != "gaussian":
+            raise NotImplementedError("sample: the sampler draws the centred output of a layer with Gaussian tokens "
+                                      "and without residual stream only")
         sizes = task.config.sizes(task.n)
         if sizes["n"] < 2:
             raise ValueError(f"n: the centred output needs at least 2 tokens, got {sizes['n']}")

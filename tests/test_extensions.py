@@ -97,3 +97,36 @@ def test_orthonormal_tokens_refuse_what_they_cannot_be() -> None:
         Config(tokens="orthonormal", residual=1)
     with pytest.raises(ValueError, match="^tokens: unknown option"):
         Config(tokens="uniform")
+
+
+def test_one_level_token_covariance_is_the_plain_layer() -> None:
+    """Sigma = I written as one block of weight 1 is the same layer: equal exact moments and edges."""
+    plain = derive(PRESETS["mha"])
+    one = derive(PRESETS["mha"].replace(tokens="covariance", token_covariance={"values": ["1"], "weights": ["1"]}))
+    assert one.moments(3) == plain.moments(3)
+    assert float(one.edges(16)[-1].location) == pytest.approx(float(plain.edges(16)[-1].location), rel=1e-13)
+
+
+def test_token_covariance_rescales_the_scores() -> None:
+    """Sigma = lambda I: the scores have standard deviation lambda, the Hermite data are those of beta lambda,
+    and the law is that of the plain layer at beta lambda with every eigenvalue times lambda (X -> sqrt(lambda) X,
+    and V = X W_V carries one more sqrt(lambda))."""
+    lam = sp.Rational(3, 2)
+    scaled = derive(PRESETS["single-head"].replace(tokens="covariance", token_covariance={"values": [str(lam)], "weights": ["1"]}))
+    plain = derive(PRESETS["single-head"].replace(beta=lam))
+    assert [sp.simplify(a - lam**k * b) == 0 for k, (a, b) in enumerate(zip(scaled.moments(3), plain.moments(3)), 1)] == [True] * 3
+
+
+def test_token_covariance_refuses_what_it_cannot_be() -> None:
+    with pytest.raises(ValueError, match="^token_covariance: the weights must sum to 1"):
+        Config(tokens="covariance", token_covariance={"values": ["1", "2"], "weights": ["1/2", "1/4"]})
+    with pytest.raises(ValueError, match="^token_covariance: tokens = 'covariance' needs"):
+        Config(tokens="covariance")
+    with pytest.raises(ValueError, match="^token_covariance: only used with"):
+        Config(token_covariance={"values": ["1"], "weights": ["1"]})
+    with pytest.raises(ValueError, match="^token_covariance: value and weight 0 must be positive"):
+        Config(tokens="covariance", token_covariance={"values": ["-1"], "weights": ["1"]})
+    with pytest.raises(ValueError, match="^tokens: with a token covariance"):
+        PRESETS["key-output"].replace(tokens="covariance", token_covariance={"values": ["1"], "weights": ["1"]})
+    with pytest.raises(ValueError, match="^token_covariance: weight 0"):
+        Config(tokens="covariance", token_covariance={"values": ["1", "2"], "weights": ["1/3", "2/3"]}).sizes(10)
