@@ -34,7 +34,9 @@ def document(record: LawRecord) -> str:
     out += [
         r"\subsection*{Gaussian-equivalent model}" if config_toml else r"\subsection*{Model}",
         r"The law is that of the eigenvalues of $Y^{T} Y$, with",
-        broken_sum("Y", tex.model),
+        *([broken_sum("Y", tex.model)] if not tex.template else [
+            broken_sum("Y", [rf"\sum_{{h=1}}^{{{tex.heads}}} T^{{(h)}}"]), "where one head's term is",
+            broken_sum("T^{(h)}", tex.template)]),
         "and the size ratios " + ", ".join(f"${r}$" for r in tex.ratios) + ".",
         r"\subsection*{Reduced Dyson system}",
         rf"Unknowns: {len(tex.unknowns)}; the Stieltjes transform is $m(w) = {tex.output}$. "

@@ -18,7 +18,9 @@ from sympy.matrices.expressions import MatAdd
 
 from .derivation import Derivation
 from .elimination import Elimination
-from .latex import terms_of
+from .exchangeable import ExchangeableSum
+from .latex import WIDTH, printed_width, terms_of
+from .matrices import without_powers
 from .results import Atom, Edge, EdgeClassification
 
 __all__ = ["AttentionRecord", "LatexParts", "LawRecord", "PolynomialInfo", "atom_entry", "build_record", "edge_entry",
@@ -72,6 +74,10 @@ class LatexParts:
     polynomial: list[str] | None
     moments: list[list[str]]
     coefficients: list[str] | None = None
+    #: Where Y = sum_h T^{(h)} is too wide for one line: the number of heads and one head's term
+    #: T^{(h)}, term by term
+    heads: str | None = None
+    template: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,8 +109,9 @@ class LawRecord:
         name = data.pop("name")
         info = data["polynomial_info"]
         data["polynomial_info"] = {"variables": info.pop("variables"), **info}
-        if data["latex"]["coefficients"] is None:
-            del data["latex"]["coefficients"]
+        for key in ("coefficients", "heads", "template"):
+            if data["latex"][key] is None:
+                del data["latex"][key]
         return ({"name": name} if name is not None else {}) | data
 
 
@@ -145,6 +152,9 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
     the elimination, its classified discriminant edges (None: the continuation's ``fold`` edges), atoms."""
     system, model = derivation.system, derivation.model
     model_terms = model.args if isinstance(model, MatAdd) else (model,)
+    heads = template = None
+    if isinstance(model, ExchangeableSum) and printed_width(sp.latex(model)) > WIDTH:  # Y = sum_h T^{(h)}, T broken
+        heads, template = sp.latex(model.heads), terms_of(without_powers(model.template.doit().expand()))
     edges = ([edge_entry(e, dps, refined=False) for e in classified.edges] if classified is not None
              else [edge_entry(e, dps) for e in fold])
     latex = LatexParts(
@@ -157,6 +167,8 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         readouts=[sp.latex(e) for e in system.readout_equations()],
         polynomial=None if elimination.polynomial is None else terms_of(elimination.polynomial),
         moments=[terms_of(g) for g in general],
+        heads=heads,
+        template=template,
     )
     return LawRecord(
         model=str(model),
