@@ -4,7 +4,9 @@ The baseline computes the same layer (docs/model.md §1.1, independent heads,
 d_k = d_v = d / H, d_out = d) with the fewest numpy calls: draws, fused
 projections, max-shifted softmax, output, centering, Gram matrix and eigvalsh.
 Prints the ratio sampler / baseline of the best of interleaved repetitions per H
-(target: at most 1.3).
+(target: at most 1.3) and, where torch is installed, the sampler's torch backend on the
+cpu against its numpy backend in the same rounds (docs/verification.md §4.8; target: at
+most 1.3).
 
     python benchmarks/bench_sampler.py [--n 2000] [--repeat 3] [--heads 1 4]
 """
@@ -12,6 +14,7 @@ Prints the ratio sampler / baseline of the best of interleaved repetitions per H
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -59,13 +62,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="repetitions, best taken (default 3)")
     parser.add_argument("--heads", type=int, nargs="+", default=[1, 4], help="head counts (default 1 4)")
     args = parser.parse_args()
+    with_torch = importlib.util.find_spec("torch") is not None
     for heads in args.heads:
         config = Config.from_sizes(n=args.n, d=args.n, heads=heads)
-        ours, bare = best_times(
-            [partial(sample, config, draws=1, seed=0, progress=False), partial(baseline, args.n, heads, 0)],
-            args.repeat,
-        )
-        print(f"H={heads} n=d={args.n}: sampler {ours:.3f} s, baseline {bare:.3f} s, ratio {ours / bare:.3f}")
+        draw = partial(sample, config, draws=1, seed=0, progress=False)
+        runs = [draw, partial(baseline, args.n, heads, 0)] + ([partial(draw, backend="torch")] if with_torch else [])
+        ours, bare, *torch_cpu = best_times(runs, args.repeat)
+        line = f"H={heads} n=d={args.n}: sampler {ours:.3f} s, baseline {bare:.3f} s, ratio {ours / bare:.3f}"
+        if torch_cpu:
+            line += f"; torch backend on the cpu {torch_cpu[0]:.3f} s, ratio torch/numpy {torch_cpu[0] / ours:.3f}"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

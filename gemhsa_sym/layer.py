@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -179,23 +180,39 @@ class AttentionLayer:
             Y += head @ w_o
         return Y
 
-    def _equivalent(self, weights: Weights, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        n = len(X)
+    def ge_terms(self) -> tuple[tuple[float, tuple[tuple[Gaussian, bool], ...]], ...]:
+        """The monomials of the per-head term (docs/model.md §1.7) with their coefficients in double
+        precision: (coefficient, factors (Gaussian, transposed)), as every backend evaluates them."""
         _, mu1, sigma = ge_coefficients(self.config)
         values = {MU1: mu1, SIGMA: sigma}
-        chains = [(to_float(c, values), factors) for c, factors in self._chains]
+        return tuple((to_float(c, values), factors) for c, factors in self._chains)
+
+    @staticmethod
+    def ge_noise(n: int, rng: np.random.Generator) -> np.ndarray:
+        """One head's noise of the polynomial, Z^h / sqrt(n) with Z^h n x n N(0, 1), drawn from ``rng``."""
+        return rng.standard_normal((n, n)) / np.sqrt(n)
+
+    def ge_head(self, weights: Weights, h: int, tokens: Any, noise: Any) -> dict[Gaussian, Any]:
+        """Head ``h``'s realisation of the polynomial's Gaussians: X = ``tokens`` (the sampler's over sqrt(n)),
+        Z = ``noise``, W_Q^h, W_K^h and, where the polynomial has them, the drawn W'^h and W_O^h block.
+        ``tokens`` and ``noise`` may be arrays of any library; the weights are numpy arrays."""
         roles = self.equivalent.roles
+        (X_e,), (W_Q,), (W_K,) = roles["X"], roles["W_Q"], roles["W_K"]
+        real = {X_e: tokens, W_Q: weights.query.head(h), W_K: weights.key.head(h), roles["Z"]: noise}
+        for W_V in roles["W_V"]:
+            real[W_V] = weights.fresh_value.head(h)
+        if roles["W_O"] is not None:
+            real[roles["W_O"]] = weights.fresh_output[h]
+        return real
+
+    def _equivalent(self, weights: Weights, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        n = len(X)
+        terms = self.ge_terms()
         tokens = X / np.sqrt(n)
         Y = np.zeros((n, weights.output[0].shape[1]))
         for h in range(self.config.heads):
-            (X_e,), (W_Q,), (W_K,) = roles["X"], roles["W_Q"], roles["W_K"]
-            real = {X_e: tokens, W_Q: weights.query.head(h), W_K: weights.key.head(h),
-                    roles["Z"]: rng.standard_normal((n, n)) / np.sqrt(n)}
-            for W_V in roles["W_V"]:
-                real[W_V] = weights.fresh_value.head(h)
-            if roles["W_O"] is not None:
-                real[roles["W_O"]] = weights.fresh_output[h]
-            for c, factors in chains:
+            real = self.ge_head(weights, h, tokens, self.ge_noise(n, rng))
+            for c, factors in terms:
                 arrays = [real[g].T if transposed else real[g] for g, transposed in factors]
                 Y += c * (arrays[0] if len(arrays) == 1 else np.linalg.multi_dot(arrays))
         return Y

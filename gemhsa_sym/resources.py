@@ -2,8 +2,8 @@
 
 A draw's memory is estimated from its sizes before anything is allocated
 (:func:`gemhsa_sym.sampler.draw_bytes`); :func:`check_memory` refuses it with the
-estimate and the available memory, instead of letting the machine swap or the
-process be killed.
+estimate and the available memory (this machine's, or a device's free memory),
+instead of letting the machine swap or the process be killed.
 """
 
 from __future__ import annotations
@@ -37,9 +37,12 @@ def human_bytes(count: float) -> str:
     return f"{count:.3g} PiB"
 
 
-def check_memory(need: float, what: str, field: str = "n") -> None:
-    """ValueError naming ``field`` when ``need`` bytes exceed the available memory."""
-    have = available_memory()
+def check_memory(need: float, what: str, field: str = "n", have: int | None = None,
+                 place: str = "this machine") -> None:
+    """ValueError naming ``field`` when ``need`` bytes exceed the memory available at ``place``:
+    ``have`` bytes, by default this machine's (:func:`available_memory`)."""
+    if have is None and place == "this machine":
+        have = available_memory()
     if have is not None and need > have:
         raise ValueError(f"{field}: {what} needs about {human_bytes(need)} of memory; "
-                         f"this machine has {human_bytes(have)} available")
+                         f"{place} has {human_bytes(have)} available")

@@ -5,7 +5,9 @@ One configuration, one set of draws, two readings (docs/verification.md §4.1) o
 docs/model.md §1.1 (with the configured score and normalisation); ``model="ge"`` is its
 Gaussian-equivalent polynomial realised on the same tokens and weights (docs/model.md §1.8).
 The output of a draw is the spectrum of Y_c^T Y_c / n. Draws are independent children of one
-``numpy.random.SeedSequence``, so results do not depend on how they are run.
+``numpy.random.SeedSequence``, so results do not depend on how they are run. The layer and the
+spectrum are computed by numpy, or by torch on the cpu or a cuda device from the same inputs
+(``backend="torch"``, :mod:`gemhsa_sym.torch_backend`, docs/verification.md §4.8).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -31,10 +34,15 @@ from gemhsa_sym.rules import VALUE_RULES
 
 __all__ = [
     "MODELS",
+    "BACKENDS",
+    "DEVICES",
     "spectrum",
     "DRAW_THREADS",
+    "HEAD_BATCH_BYTES",
     "DrawTask",
+    "head_batch",
     "draw_bytes",
+    "check_backend",
     "check_draws",
     "run_draw",
     "run_draws",
@@ -44,6 +52,12 @@ __all__ = [
 
 #: BLAS threads of one draw, whatever the executor (figures do not depend on it).
 DRAW_THREADS = 1
+#: What computes a draw's layer and spectrum (docs/verification.md §4.8), and where (torch only: cuda).
+BACKENDS: tuple[str, ...] = ("numpy", "torch")
+DEVICES: tuple[str, ...] = ("cpu", "cuda")
+#: Bytes of the scores and attention (two n x n float64 matrices per head) of the softmax heads the torch
+#: backend takes at once.
+HEAD_BATCH_BYTES = 2**30
 
 
 def spectrum(Y: np.ndarray) -> np.ndarray:
@@ -62,20 +76,41 @@ def spectrum(Y: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DrawTask:
-    """One independent draw: configuration, token count, model, its own seed and its BLAS threads."""
+    """One independent draw: configuration, token count, model, its own seed, its BLAS threads,
+    and the backend and device that compute it (docs/verification.md §4.8)."""
 
     config: Config
     n: int
     model: str
     seed: np.random.SeedSequence
     threads: int = DRAW_THREADS
+    backend: str = "numpy"
+    device: str = "cpu"
+
+
+def _torch_backend() -> ModuleType:
+    """:mod:`gemhsa_sym.torch_backend`, imported on first use; NotImplementedError where torch is missing."""
+    try:
+        from gemhsa_sym import torch_backend
+    except ImportError as exc:
+        raise NotImplementedError(
+            f"backend: the torch backend needs torch ({str(exc).splitlines()[0]}): pip install 'gemhsa_sym[torch]'"
+        ) from None
+    return torch_backend
+
+
+def head_batch(n: int, heads: int) -> int:
+    """How many softmax heads the torch backend takes at once at ``n`` tokens: as many as
+    :data:`HEAD_BATCH_BYTES` holds, at least one."""
+    return max(1, min(heads, HEAD_BATCH_BYTES // (16 * n * n)))
 
 
 def run_draw(task: DrawTask) -> np.ndarray:
     """Spectrum of one draw; tokens, weights, then the model's noise, from ``task.seed``.
 
-    BLAS runs on ``task.threads`` threads whatever the executor: sums split over another
-    number of threads round differently, and the figures must not depend on the executor.
+    BLAS (and torch on the cpu) runs on ``task.threads`` threads whatever the executor: sums
+    split over another number of threads round differently, and the figures must not depend
+    on the executor. The torch backend takes the same tokens, weights and noise, drawn by numpy.
     """
     rng = np.random.default_rng(task.seed)
     sizes = task.config.sizes(task.n)
@@ -83,13 +118,18 @@ def run_draw(task: DrawTask) -> np.ndarray:
     with threadpool_limits(task.threads, user_api="blas"):
         X = draw_tokens(sizes, rng)
         weights = layer.draw_weights(sizes, rng)
+        if task.backend == "torch":
+            batch = head_batch(sizes["n"], task.config.heads)
+            return _torch_backend().draw_spectrum(layer, weights, X, task.model, rng, task.device, task.threads, batch)
         return spectrum(layer.output(weights, X, task.model, rng))
 
 
-def draw_bytes(config: Config, sizes: dict[str, int], model: str) -> int:
+def draw_bytes(config: Config, sizes: dict[str, int], model: str, backend: str = "numpy") -> int:
     """An upper estimate of the memory of one draw (docs/conventions.md §6.8): tokens, every
     weight matrix, the projected tokens, one head's n x n scores (two for the softmax layer,
-    one more for the noise Z of the Gaussian equivalent), the output and the eigensolver's work."""
+    one more for the noise Z of the Gaussian equivalent), the output and the eigensolver's work.
+    The torch backend's softmax layer holds the scores of :func:`head_batch` heads at once and a second
+    copy of the weights."""
     n, d, d_k, d_v, d_out = (sizes[k] for k in ("n", "d", "d_k", "d_v", "d_out"))
     heads = config.heads
     groups = {key: len(getattr(config, f"share_{key}")) for key in ("q", "k", "v")}
@@ -98,15 +138,41 @@ def draw_bytes(config: Config, sizes: dict[str, int], model: str) -> int:
     weights += heads * d_v * d_out
     projected = n * d_k * (groups["q"] + groups["k"]) + n * d_v * groups["v"]
     per_head = 3 * n * n + 2 * n * max(d_v, d_out) + d_k * d_v
+    if backend == "torch" and model == "softmax":
+        batch = head_batch(n, heads)
+        per_head += (batch - 1) * 2 * n * n + batch * n * (2 * d_k + 3 * d_v)
+        weights *= 2  # the groups' matrices side by side, W_O's blocks stacked
     small = min(n, d_out)
     output = 3 * n * d_out + 4 * small * small
     return 8 * (n * d + weights + projected + per_head + output)
 
 
+def check_backend(backend: str, device: str, workers: int | None = 1) -> None:
+    """Before any work: ``backend`` and ``device`` are known and go together (numpy: cpu only) and,
+    where the draws run on this machine (``workers`` not None), torch imports (NotImplementedError
+    otherwise), the device is there, and draws on cuda run in this process (``workers`` 1)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if device not in DEVICES:
+        raise ValueError(f"device: unknown device {device!r}; choose one of {', '.join(DEVICES)}")
+    if backend == "numpy" and device != "cpu":
+        raise ValueError(f"device: the numpy backend runs on the cpu; draw on {device} with the torch backend")
+    if backend == "numpy" or workers is None:
+        return
+    problem = _torch_backend().device_problem(device)
+    if problem is not None:
+        raise ValueError(f"device: {problem}")
+    if device == "cuda" and workers > 1:
+        raise ValueError(f"jobs: draws on the cuda device run in this process, one at a time; use 1 job, not {workers}")
+
+
 def check_draws(tasks: Sequence[DrawTask], workers: int | None) -> None:
-    """Before any work: the draws can be made (sizes, the Gaussian equivalent's coefficients) and the
-    largest of them, ``workers`` at once, fits in the available memory (None: they run elsewhere)."""
-    biggest = 0
+    """Before any work: the draws can be made (sizes, the Gaussian equivalent's coefficients, backend and
+    device: :func:`check_backend`) and the largest of them, ``workers`` at once, fits in the available
+    memory: this machine's, or for cuda the device's free memory (``workers`` None: they run elsewhere)."""
+    for backend, device in sorted({(task.backend, task.device) for task in tasks}):
+        check_backend(backend, device, workers)
+    biggest: dict[str, int] = {}
     for task in tasks:
         if task.config.target != "output" or task.config.residual is not None or task.config.tokens != "gaussian":
             raise NotImplementedError("sample: the sampler draws the centred output of a layer with Gaussian tokens "
@@ -116,9 +182,16 @@ def check_draws(tasks: Sequence[DrawTask], workers: int | None) -> None:
             raise ValueError(f"n: the centred output needs at least 2 tokens, got {sizes['n']}")
         if task.model == "ge":
             ge_coefficients(task.config)
-        biggest = max(biggest, draw_bytes(task.config, sizes, task.model))
-    if workers is not None and tasks:
-        check_memory(workers * biggest, "a draw" if workers == 1 else f"{workers} draws at once")
+        need = draw_bytes(task.config, sizes, task.model, task.backend)
+        biggest[task.device] = max(biggest.get(task.device, 0), need)
+    if workers is None:
+        return
+    what = "a draw" if workers == 1 else f"{workers} draws at once"
+    for device, need in sorted(biggest.items()):
+        if device == "cuda":
+            check_memory(workers * need, what, have=_torch_backend().free_memory(device), place="the cuda device")
+        else:
+            check_memory(workers * need, what)
 
 
 def run_draws(
@@ -138,6 +211,8 @@ class SampleResult:
     model: str
     seed: int
     eigenvalues: np.ndarray
+    backend: str = "numpy"
+    device: str = "cpu"
 
     @property
     def draws(self) -> int:
@@ -160,6 +235,8 @@ class SampleResult:
         return {
             "model": self.model,
             "seed": self.seed,
+            "backend": self.backend,
+            "device": self.device,
             "n": self.sizes["n"],
             "draws": self.draws,
             "sizes": dict(self.sizes),
@@ -181,7 +258,8 @@ class SampleResult:
         with np.load(path) as data:
             meta = json.loads(str(data["meta"]))
             eigenvalues = data["eigenvalues"]
-        return cls(Config.from_dict(meta["config"]), meta["sizes"], meta["model"], meta["seed"], eigenvalues)
+        return cls(Config.from_dict(meta["config"]), meta["sizes"], meta["model"], meta["seed"], eigenvalues,
+                   meta.get("backend", "numpy"), meta.get("device", "cpu"))
 
 
 def sample(
@@ -193,15 +271,19 @@ def sample(
     jobs: int = 1,
     progress: bool | None = None,
     executor: Executor | None = None,
+    backend: str = "numpy",
+    device: str = "cpu",
 ) -> SampleResult:
     """``draws`` independent spectra of ``config`` at token count ``n`` (default ``config.size_n``).
 
     Draw i uses child i of ``SeedSequence(seed)`` and DRAW_THREADS BLAS threads, so the
-    result depends only on (config, n, draws, seed, model), bit for bit, whatever runs it:
-    ``jobs > 1`` runs draws in a local process pool, and any ``concurrent.futures.Executor``
-    may be passed instead. The memory of the draws that run at once is checked against the
-    available memory before any is drawn. The progress bar (default) shows on multi-draw
-    runs when stderr is a terminal.
+    result depends only on (config, n, draws, seed, model, backend, device), bit for bit,
+    whatever runs it: ``jobs > 1`` runs draws in a local process pool, and any
+    ``concurrent.futures.Executor`` may be passed instead. ``backend="torch"`` computes the
+    layer and the spectrum with torch on ``device`` ("cpu" or "cuda") from the same inputs,
+    so its figures equal numpy's up to rounding (docs/verification.md §4.8). The backend, the
+    device and the memory of the draws that run at once are checked before any is drawn. The
+    progress bar (default) shows on multi-draw runs when stderr is a terminal.
     """
     if model not in MODELS:
         raise ValueError(f"model: unknown model {model!r}; choose one of {', '.join(MODELS)}")
@@ -209,7 +291,8 @@ def sample(
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{key}: need an integer >= {least}, got {value!r}")
     sizes = config.sizes(n)
-    tasks = [DrawTask(config, sizes["n"], model, child) for child in np.random.SeedSequence(seed).spawn(draws)]
+    tasks = [DrawTask(config, sizes["n"], model, child, backend=backend, device=device)
+             for child in np.random.SeedSequence(seed).spawn(draws)]
     check_draws(tasks, min(jobs, draws) if executor is None else local_workers(executor))
     if progress is None:
         progress = draws > 1 and sys.stderr.isatty()
@@ -218,4 +301,4 @@ def sample(
             spectra = run_draws(tasks, pool, progress)
     else:
         spectra = run_draws(tasks, executor, progress)
-    return SampleResult(config, sizes, model, int(seed), np.stack(spectra))
+    return SampleResult(config, sizes, model, int(seed), np.stack(spectra), backend, device)

@@ -1,15 +1,17 @@
-"""Score functions f of attention, with one definition read two ways.
+"""Score functions f of attention, with one definition read three ways.
 
 Each score is a positive elementwise function f. The sampler applies it to
-numpy arrays; the Gaussian-equivalence coefficients (docs/model.md §1.5) integrate
-its SymPy form against the Gaussian measure. Both readings come from the
-same :class:`Score` entry, so they cannot drift apart.
+numpy arrays (and, with the torch backend, to torch tensors: docs/verification.md §4.8);
+the Gaussian-equivalence coefficients (docs/model.md §1.5) integrate its SymPy form
+against the Gaussian measure. Every reading comes from the same :class:`Score` entry,
+and a test holds the numeric forms to each other, so they cannot drift apart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -24,13 +26,16 @@ class Score:
     ``symbolic`` maps a SymPy expression to f of it; ``numeric`` maps a
     float array to f of it elementwise. ``shift_invariant`` is True when
     row normalisation of f(s) is unchanged by subtracting the row maximum
-    (f = exp), which the sampler uses for numerical stability.
+    (f = exp), which the sampler uses for numerical stability. ``tensor`` maps a
+    torch tensor to f of it with the tensor's own methods (so this module does not
+    import torch); without it the torch backend applies ``numeric`` on the host.
     """
 
     name: str
     symbolic: Callable[[sp.Expr], sp.Expr]
     numeric: Callable[[np.ndarray], np.ndarray]
     shift_invariant: bool = False
+    tensor: Callable[[Any], Any] | None = None
 
 
 def _sigmoid(s: np.ndarray) -> np.ndarray:
@@ -43,14 +48,20 @@ def _sigmoid(s: np.ndarray) -> np.ndarray:
     return out
 
 
+def _quadratic(s: Any) -> Any:
+    """1 + s + s^2 / 2 of an array or a tensor."""
+    return 1.0 + s + 0.5 * s * s
+
+
 SCORES: dict[str, Score] = {
-    "softmax": Score("softmax", sp.exp, np.exp, shift_invariant=True),
-    "exp": Score("exp", sp.exp, np.exp, shift_invariant=True),
-    "sigmoid": Score("sigmoid", lambda s: 1 / (1 + sp.exp(-s)), _sigmoid),
-    "relu": Score("relu", lambda s: sp.Max(s, 0), lambda s: np.maximum(s, 0.0)),
-    "softplus": Score("softplus", lambda s: sp.log(1 + sp.exp(s)), lambda s: np.logaddexp(0.0, s)),
-    "square": Score("square", lambda s: s**2, np.square),
-    "quadratic": Score("quadratic", lambda s: 1 + s + s**2 / 2, lambda s: 1.0 + s + 0.5 * s * s),
+    "softmax": Score("softmax", sp.exp, np.exp, shift_invariant=True, tensor=lambda s: s.exp()),
+    "exp": Score("exp", sp.exp, np.exp, shift_invariant=True, tensor=lambda s: s.exp()),
+    "sigmoid": Score("sigmoid", lambda s: 1 / (1 + sp.exp(-s)), _sigmoid, tensor=lambda s: s.sigmoid()),
+    "relu": Score("relu", lambda s: sp.Max(s, 0), lambda s: np.maximum(s, 0.0), tensor=lambda s: s.clamp_min(0.0)),
+    "softplus": Score("softplus", lambda s: sp.log(1 + sp.exp(s)), lambda s: np.logaddexp(0.0, s),
+                      tensor=lambda s: s.logaddexp(s.new_zeros(()))),
+    "square": Score("square", lambda s: s**2, np.square, tensor=lambda s: s.square()),
+    "quadratic": Score("quadratic", lambda s: 1 + s + s**2 / 2, _quadratic, tensor=_quadratic),
 }
 
 

@@ -81,3 +81,46 @@ def test_sample_toml_file_and_output(tmp_path, capsys: pytest.CaptureFixture[str
 def test_bad_input_exits_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+# --- --backend and --device (docs/verification.md §4.8) -------------------------------------------
+
+COMMANDS = {
+    "sample": ["sample", "mha", "--n", "16"],
+    "verify": ["verify", "mha", "--n", "16"],
+    "sweep": ["sweep", "mha", "--vary", "beta=1,2"],
+    "claims": ["claims", "--out", "-"],
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--backend", "jax"], "gemhsa-sym {command}: error: argument --backend: expected one of numpy, torch, got 'jax'"),
+        (["--device", "tpu"], "gemhsa-sym {command}: error: argument --device: expected one of cpu, cuda, got 'tpu'"),
+        (["--device", "cuda"], "gemhsa-sym: error: device: the numpy backend runs on the cpu; draw on cuda with the torch backend"),
+    ],
+)
+def test_backend_options_are_checked(command: str, options: list[str], message: str,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*COMMANDS[command], *options]) == 2
+    assert capsys.readouterr().err.splitlines() == [message.format(command=command)]
+
+
+def test_torch_backend_without_torch(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    import gemhsa_sym
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # ``import torch`` fails as where it is not installed
+    monkeypatch.delitem(sys.modules, "gemhsa_sym.torch_backend", raising=False)
+    monkeypatch.delattr(gemhsa_sym, "torch_backend", raising=False)
+    for command in COMMANDS.values():
+        assert main([*command, "--backend", "torch"]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith("gemhsa-sym: error: backend: the torch backend needs torch"), err
+        assert err[0].endswith("pip install 'gemhsa_sym[torch]'")
+    with pytest.raises(NotImplementedError, match="^backend: the torch backend needs torch"):
+        sample(PRESETS["mha"], 16, backend="torch")
+    assert sample(PRESETS["mha"], 16).backend == "numpy"

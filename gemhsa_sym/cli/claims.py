@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 
-from gemhsa_sym.cli.common import MAX_DRAWS, MAX_SEED, add_execution_arguments, check_outputs, int_list, integer
+from gemhsa_sym.cli.common import (
+    MAX_DRAWS,
+    MAX_SEED,
+    add_backend_arguments,
+    add_execution_arguments,
+    check_backend_arguments,
+    check_outputs,
+    int_list,
+    integer,
+)
 from gemhsa_sym.config import PRESETS
 from gemhsa_sym.executors import open_executor, show_progress
 from gemhsa_sym.files import write_atomic
@@ -33,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cache", metavar="DIR", help="reuse (and store) the laws' summaries in DIR")
     parser.add_argument("--out", default=os.path.join("derivations", "claims.md"), metavar="FILE",
                         help="Markdown file to write (default derivations/claims.md; '-' for standard output)")
+    add_backend_arguments(parser)
     add_execution_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -49,12 +59,16 @@ def _presets(spec: str) -> tuple[str, ...]:
 def run(args: argparse.Namespace) -> int:
     """Compute and write the report."""
     check_outputs(files=[("out", args.out)], folders=[("cache", args.cache)])
+    check_backend_arguments(args, None if args.scheduler else args.jobs)
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = claims(args.n, draws=args.draws, seed=args.seed, executor=executor,
-                        progress=show_progress(args.quiet), cache=args.cache, presets=args.presets)
+                        progress=show_progress(args.quiet), cache=args.cache, presets=args.presets,
+                        backend=args.backend, device=args.device)
     command = f"gemhsa-sym claims --n {','.join(map(str, result.n))} --draws {result.draws} --seed {result.seed}"
     if args.presets != tuple(PRESETS):
         command += f" --presets {','.join(args.presets)}"
+    if args.backend != "numpy":
+        command += f" --backend {args.backend} --device {args.device}"
     text = render_markdown(result, command)
     if args.out == "-":
         print(text, end="")

@@ -18,11 +18,13 @@ from gemhsa_sym.config import Config, load_config
 from gemhsa_sym.executors import SCHEDULER_TIMEOUT
 from gemhsa_sym.files import check_folder, check_writable
 from gemhsa_sym.free.results import MAX_DPS
+from gemhsa_sym.sampler import BACKENDS, DEVICES, check_backend
 from gemhsa_sym.verification.plots import check_plot
 
 __all__ = [
-    "MAX_DRAWS", "MAX_GRID", "MAX_JOBS", "MAX_SEED", "add_config_arguments", "add_execution_arguments",
-    "check_outputs", "config_from_args", "digits", "finite", "grid", "int_list", "integer", "overrides", "seconds",
+    "MAX_DRAWS", "MAX_GRID", "MAX_JOBS", "MAX_SEED", "add_backend_arguments", "add_config_arguments",
+    "add_execution_arguments", "check_backend_arguments", "check_outputs", "choice", "config_from_args", "digits",
+    "finite", "grid", "int_list", "integer", "overrides", "seconds",
 ]
 
 #: Most draws per sample set, worker processes, grid points; largest seed.
@@ -59,6 +61,19 @@ def finite(name: str, least: float, most: float = math.inf, open_low: bool = Fal
         if not math.isfinite(value) or value < least or (open_low and value == least) or value > most:
             low = f"({least:g}" if open_low else f"[{least:g}"
             raise argparse.ArgumentTypeError(f"must be a finite number in {low}, {most:g}], got {text!r}")
+        return value
+
+    parse.__name__ = name
+    return parse
+
+
+def choice(name: str, options: Sequence[str]) -> Callable[[str], str]:
+    """A type function: one of ``options``."""
+
+    def parse(text: str) -> str:
+        value = text.strip()
+        if value not in options:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(options)}, got {text!r}")
         return value
 
     parse.__name__ = name
@@ -142,6 +157,21 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-timeout", type=seconds, default=SCHEDULER_TIMEOUT, metavar="SECONDS",
                         help=f"give up on a scheduler that does not answer within this time (default {SCHEDULER_TIMEOUT:g})")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--backend`` and ``--device`` of the draws (docs/verification.md §4.8)."""
+    parser.add_argument("--backend", type=choice("backend", BACKENDS), default="numpy", metavar="{" + ",".join(BACKENDS) + "}",
+                        help="what computes each draw's layer and spectrum from the same inputs: numpy, or torch "
+                             "(the 'torch' extra; figures equal numpy's up to rounding) (default numpy)")
+    parser.add_argument("--device", type=choice("device", DEVICES), default="cpu", metavar="{" + ",".join(DEVICES) + "}",
+                        help="where the torch backend computes: cpu, or cuda for large n (one job) (default cpu)")
+
+
+def check_backend_arguments(args: argparse.Namespace, workers: int | None) -> None:
+    """Before any work: ``--backend`` and ``--device`` go together and, where the draws run on this machine
+    (``workers`` local processes; None on a scheduler), torch imports and the device is there."""
+    check_backend(args.backend, args.device, workers)
 
 
 def check_outputs(files: Sequence[tuple[str, Any]] = (), folders: Sequence[tuple[str, Any]] = (),

@@ -10,7 +10,9 @@ from gemhsa_sym.cli.common import (
     MAX_DRAWS,
     MAX_JOBS,
     MAX_SEED,
+    add_backend_arguments,
     add_config_arguments,
+    check_backend_arguments,
     check_outputs,
     config_from_args,
     integer,
@@ -34,8 +36,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "c_0 11^T + mu_1 S0^h + sigma Z^h (Gaussian equivalence) with the same X and weights.\n"
             "Other normalisations are rescalings: Y_c^T Y_c has n times these eigenvalues.\n"
             "Draw i uses child i of SeedSequence(seed) and one BLAS thread: the eigenvalues are\n"
-            "bit for bit the same whatever --jobs. The memory of the draws that run at once is\n"
-            "checked against the available memory before any work."
+            "bit for bit the same whatever --jobs. --backend torch computes the layer and the\n"
+            "spectrum with torch from the same inputs, on the cpu or (--device cuda) a GPU: the\n"
+            "eigenvalues equal numpy's up to rounding. The memory of the draws that run at once is\n"
+            "checked against the available memory (a GPU's free memory) before any work."
         ),
     )
     add_config_arguments(parser)
@@ -44,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
     parser.add_argument("--model", choices=MODELS, default="softmax", help="layer to draw (default softmax)")
     parser.add_argument("--jobs", type=integer("jobs", 1, MAX_JOBS), default=1, help="worker processes (default 1)")
+    add_backend_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     parser.add_argument("--out", metavar="FILE.npz", help="save the eigenvalues of every draw and the metadata")
@@ -53,12 +58,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Sample, then print JSON or a summary and optionally save the spectra."""
     check_outputs(files=[("out", args.out)])
+    check_backend_arguments(args, min(args.jobs, args.draws))
     config = config_from_args(args)
     changes = overrides(args)
     start = time.perf_counter()
     result = sample(
         config, n=args.n, draws=args.draws, seed=args.seed, model=args.model,
-        jobs=args.jobs, progress=False if args.quiet else None,
+        jobs=args.jobs, progress=False if args.quiet else None, backend=args.backend, device=args.device,
     )
     elapsed = time.perf_counter() - start
     if args.out:
@@ -72,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     label = " ".join([args.config, *(f"{key}={value}" for key, value in changes.items())])
     print(f"config   {label}: {config.summary()}")
     print(f"sizes    {sizes}")
-    print(f"model    {result.model}, {result.draws} draw(s), seed {result.seed}, {elapsed:.2f} s")
+    print(f"model    {result.model}, {result.draws} draw(s), seed {result.seed}, {result.backend} on {result.device}, "
+          f"{elapsed:.2f} s")
     print("spectrum eigenvalues of Y_c^T Y_c / n")
     print(f"moments  {moments}  (k = 1..4, pooled)")
     print(f"range    [{summary['min']:.6g}, {summary['max']:.6g}]")

@@ -8,8 +8,10 @@ import json
 from gemhsa_sym.cli.common import (
     MAX_DRAWS,
     MAX_SEED,
+    add_backend_arguments,
     add_config_arguments,
     add_execution_arguments,
+    check_backend_arguments,
     check_outputs,
     config_from_args,
     integer,
@@ -42,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cache", metavar="DIR", help="reuse (and store) the laws' summaries in DIR")
     parser.add_argument("--plot", metavar="FILE", help="write a figure (.png or .pdf; needs the 'plot' extra)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_backend_arguments(parser)
     add_execution_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -76,11 +79,12 @@ def _table(result: SweepResult) -> str:
 def run(args: argparse.Namespace) -> int:
     """Sweep, then print the table or JSON and optionally plot."""
     check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
+    check_backend_arguments(args, None if args.scheduler else args.jobs)
     config = config_from_args(args)
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = sweep(config, args.vary, n=None if args.no_mc else args.n, draws=args.draws, seed=args.seed,
                        theory=not args.no_theory, executor=executor, progress=show_progress(args.quiet),
-                       cache=args.cache)
+                       cache=args.cache, backend=args.backend, device=args.device)
     if args.plot:
         from gemhsa_sym.verification.plots import plot_sweep
 

@@ -8,8 +8,10 @@ import json
 from gemhsa_sym.cli.common import (
     MAX_DRAWS,
     MAX_SEED,
+    add_backend_arguments,
     add_config_arguments,
     add_execution_arguments,
+    check_backend_arguments,
     check_outputs,
     config_from_args,
     finite,
@@ -46,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cache", metavar="DIR", help="reuse (and store) the law's summary in DIR")
     parser.add_argument("--plot", metavar="FILE", help="write a figure (.png or .pdf; needs the 'plot' extra)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_backend_arguments(parser)
     add_execution_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -53,10 +56,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Verify, then print the table or JSON and optionally plot."""
     check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
+    check_backend_arguments(args, None if args.scheduler else args.jobs)
     config = config_from_args(args)
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = verify(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
-                        progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache)
+                        progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache,
+                        backend=args.backend, device=args.device)
     if args.plot:
         from gemhsa_sym.verification.plots import plot_verify
 

@@ -72,8 +72,10 @@ class ClaimsResult:
 
 
 def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, progress: bool = False,
-           cache: str | None = None, presets: tuple[str, ...] = tuple(PRESETS)) -> ClaimsResult:
-    """Derive every preset and draw it at every n (module docstring)."""
+           cache: str | None = None, presets: tuple[str, ...] = tuple(PRESETS), backend: str = "numpy",
+           device: str = "cpu") -> ClaimsResult:
+    """Derive every preset and draw it at every n (module docstring) with ``backend`` on ``device``
+    (docs/verification.md §4.8)."""
     sizes = sorted(set(n))
     unfit = []
     for name in presets:
@@ -88,7 +90,7 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
     layout = []
     for name in presets:
         for value in sizes:
-            for model, group in draw_tasks(PRESETS[name], value, draws, seed).items():
+            for model, group in draw_tasks(PRESETS[name], value, draws, seed, backend, device).items():
                 layout.append((name, value, model, len(tasks), len(group)))
                 tasks += group
     check_draws([args[0] for _, args in tasks[len(presets):]], local_workers(executor))

@@ -55,14 +55,20 @@ def _timed_draw(task: DrawTask) -> tuple[np.ndarray, float]:
     return run_draw(task), time.perf_counter() - start
 
 
-def draw_tasks(config: Config, n: int, draws: int, seed: int) -> dict[str, list[Task]]:
-    """The draw tasks of the three sample sets (module docstring), each with its own seed."""
+def draw_tasks(config: Config, n: int, draws: int, seed: int, backend: str = "numpy",
+               device: str = "cpu") -> dict[str, list[Task]]:
+    """The draw tasks of the three sample sets (module docstring), each with its own seed, computed by
+    ``backend`` on ``device`` (docs/verification.md §4.8)."""
     same = np.random.SeedSequence(seed).spawn(draws)
     other = np.random.SeedSequence([seed, FLOOR_STREAM]).spawn(draws)
+
+    def task(model: str, child: np.random.SeedSequence) -> Task:
+        return _timed_draw, (DrawTask(config, n, model, child, backend=backend, device=device),)
+
     return {
-        "softmax": [(_timed_draw, (DrawTask(config, n, "softmax", child),)) for child in same],
-        "ge": [(_timed_draw, (DrawTask(config, n, "ge", child),)) for child in same],
-        "floor": [(_timed_draw, (DrawTask(config, n, "ge", child),)) for child in other],
+        "softmax": [task("softmax", child) for child in same],
+        "ge": [task("ge", child) for child in same],
+        "floor": [task("ge", child) for child in other],
     }
 
 
@@ -269,11 +275,13 @@ class VerifyResult:
 
 
 def verify(config: Config, n: list[int], draws: int = 3, seed: int = 0, executor: Any = None,
-           progress: bool = False, edge_tol: float = 0.05, cache: str | None = None, theory: Theory | None = None) -> VerifyResult:
+           progress: bool = False, edge_tol: float = 0.05, cache: str | None = None, theory: Theory | None = None,
+           backend: str = "numpy", device: str = "cpu") -> VerifyResult:
     """Derive the law of ``config`` and compare it with seeded samples at every token count in ``n``.
 
     The law's summary (unless given as ``theory``) and all draws are tasks on
-    ``executor`` (None: this process); the result does not depend on it.
+    ``executor`` (None: this process); the result does not depend on it. The draws are
+    computed by ``backend`` on ``device`` (docs/verification.md §4.8).
     """
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise ValueError(f"draws: need an integer >= 1, got {draws!r}")
@@ -286,7 +294,7 @@ def verify(config: Config, n: list[int], draws: int = 3, seed: int = 0, executor
     tasks: list[Task] = [] if theory is not None else [(theory_task, (config, True, cache))]
     layout = []
     for value in sizes:
-        for name, group in draw_tasks(config, value, draws, seed).items():
+        for name, group in draw_tasks(config, value, draws, seed, backend, device).items():
             layout.append((value, name, len(tasks), len(group)))
             tasks += group
     check_draws([args[0] for fn, args in tasks if fn is _timed_draw], local_workers(executor))

@@ -118,8 +118,10 @@ class SweepResult:
 
 
 def sweep(config: Config, vary: list[tuple[str, list[str]]], n: int | None = 1000, draws: int = 2, seed: int = 0,
-          theory: bool = True, executor: Any = None, progress: bool = False, cache: str | None = None) -> SweepResult:
-    """Theory (unless ``theory=False``) and, unless ``n`` is None, Monte Carlo at every grid point."""
+          theory: bool = True, executor: Any = None, progress: bool = False, cache: str | None = None,
+          backend: str = "numpy", device: str = "cpu") -> SweepResult:
+    """Theory (unless ``theory=False``) and, unless ``n`` is None, Monte Carlo at every grid point, drawn by
+    ``backend`` on ``device`` (docs/verification.md §4.8)."""
     if not vary:
         raise ValueError("vary: give at least one parameter to vary")
     if n is None and not theory:
@@ -136,7 +138,8 @@ def sweep(config: Config, vary: list[tuple[str, list[str]]], n: int | None = 100
         for c, child in zip(configs, np.random.SeedSequence(seed).spawn(len(configs))):
             c.sizes(n)
             draws_seeds = child.spawn(draws)
-            tasks += [(_draw_summary, (DrawTask(c, n, model, s),)) for model in ("softmax", "ge") for s in draws_seeds]
+            tasks += [(_draw_summary, (DrawTask(c, n, model, s, backend=backend, device=device),))
+                      for model in ("softmax", "ge") for s in draws_seeds]
     check_draws([args[0] for fn, args in tasks if fn is _draw_summary], local_workers(executor))
     results = run_tasks(tasks, executor, progress, desc="sweep")
     theories = results[: len(configs)] if theory else [None] * len(configs)
