@@ -107,3 +107,11 @@ def test_interrupted_results_do_not_differ_from_an_uninterrupted_run(tmp_path: P
     assert again.returncode == 0
     np.testing.assert_array_equal(SampleResult.load_npz(tmp_path / "b.npz").eigenvalues,
                                   SampleResult.load_npz(tmp_path / "c.npz").eigenvalues)
+
+
+def test_derive_stops_its_elimination_process(tmp_path: Path) -> None:
+    """tied-kv's elimination runs in a child process for its whole time limit; an interrupt stops both."""
+    status, err, seconds = _interrupt(["derive", "tied-kv", "--json", "--latex", str(tmp_path / "t.tex")], 6.0, tmp_path)
+    assert status == 130 and err.strip() == "gemhsa-sym: interrupted"
+    assert seconds <= EXIT_WITHIN
+    assert list(tmp_path.iterdir()) == []

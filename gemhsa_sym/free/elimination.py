@@ -36,6 +36,7 @@ transform m(w) = (1/q) tr (w - Y^T Y)^{-1} ~ 1/w) and :data:`~.system.W` (w).
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -224,8 +225,16 @@ def _run(
         steps += 1
 
 
-def _child(conn: Any, args: tuple) -> None:
-    """Run :func:`_run` and send the result (or the error) through ``conn``."""
+def _child(conn: Any, args: tuple, time_limit: float) -> None:
+    """Run :func:`_run` and send the result (or the error) through ``conn``.
+
+    The child ignores SIGINT (the parent stops it on an interrupt) and ends itself, by the
+    default action of SIGALRM (which needs no Python code to run), a few seconds after the time
+    limit, should its parent have died without stopping it.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(int(time_limit) + 5)
     try:
         conn.send(("ok", _run(*args)))
     except _Timeout:
@@ -247,7 +256,7 @@ def _attempt(args: tuple, time_limit: float) -> tuple[str, Any]:
             return "error", str(exc)
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, args), daemon=True)
+    proc = ctx.Process(target=_child, args=(child, args, time_limit), daemon=True)
     proc.start()
     child.close()
     try:
