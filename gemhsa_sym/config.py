@@ -226,6 +226,15 @@ class Config:
         return tuple(pairs)
 
     @property
+    def spectral_object(self) -> str:
+        """What the law is the law of, in words (docs/model.md §1.1, docs/extensions.md §8.1, §8.4)."""
+        if self.target == "attention":
+            return "eigenvalues of n (A - J)^T (A - J), J = 11^T/n"
+        if self.residual is not None:
+            return "eigenvalues of R^T P R / n, R = X + alpha sqrt(n) Y, P = I - 11^T/n"
+        return "eigenvalues of Y_c^T Y_c / n"
+
+    @property
     def score_scale(self) -> sp.Expr:
         """The standard deviation of the scores' off-diagonal entries S0_ij = q_i . k_j / sqrt(d_k): 1, or
         with token covariance Sigma the mean of its spectrum tr(Sigma) / d (docs/extensions.md §8.3)."""

@@ -81,8 +81,11 @@ def _group_index(partition: tuple[tuple[int, ...], ...], heads: int) -> tuple[in
 
 def ge_coefficients(config: Config) -> tuple[float, float, float]:
     """(c_0, mu_1, sigma) of the Gaussian-equivalent replacement (docs/model.md §1.5) in double
-    precision; ValueError naming beta where they overflow it (:data:`MAX_COEFFICIENT`)."""
-    return _ge_coefficients(config.score, config.beta, config.normalisation)
+    precision, mu_1 per unit of the scores' standard deviation (docs/extensions.md §8.3); ValueError
+    naming beta where they overflow it (:data:`MAX_COEFFICIENT`)."""
+    scale = config.score_scale
+    c0, mu1, sigma = _ge_coefficients(config.score, config.beta * scale, config.normalisation)
+    return c0, mu1 / float(scale), sigma
 
 
 @functools.cache
@@ -119,6 +122,34 @@ class AttentionLayer:
             chains.append((c, tuple((m.arg, True) if isinstance(m, Transpose) else (m, False) for m in mats)))
         return tuple(chains)
 
+    @property
+    def centred(self) -> bool:
+        """Whether the draw's spectral object centres the output's columns (docs/model.md §1.1): yes for
+        the output (and the residual stream), no for the attention matrix sqrt(n) (A - J)."""
+        return self.config.target != "attention"
+
+    def draw_tokens(self, sizes: dict[str, int], rng: np.random.Generator) -> np.ndarray:
+        """Tokens X (n x d): iid N(0, 1), or sqrt(d) times n rows of a Haar orthogonal matrix (the Q factor
+        of a Gaussian d x n matrix with the signs of R's diagonal), or G Sigma^(1/2) with the width's
+        blocks scaled by the square roots of the covariance's eigenvalues (docs/extensions.md §8.2, §8.3)."""
+        n, d = sizes["n"], sizes["d"]
+        if self.config.tokens == "orthonormal":
+            q, r = np.linalg.qr(rng.standard_normal((d, n)))
+            return np.sqrt(d) * (q * np.sign(np.diag(r))).T
+        X = draw_tokens(sizes, rng)
+        for start, stop, root in self._blocks(d):
+            X[:, start:stop] *= root
+        return X
+
+    def _blocks(self, d: int) -> list[tuple[int, int, float]]:
+        """(start, stop, sqrt(lambda)) of each block of the width under the token covariance (one block of 1)."""
+        out, start = [], 0
+        for value, weight in self.config.token_covariance or ((sp.Integer(1), sp.Integer(1)),):
+            stop = start + int(weight * d)
+            out.append((start, stop, float(sp.sqrt(value))))
+            start = stop
+        return out
+
     def draw_weights(self, sizes: dict[str, int], rng: np.random.Generator) -> Weights:
         """The weights of docs/model.md §1.1 with the sharing of ``config`` and its value and output rules:
         one N(0, 1/d) matrix per sharing group of W_Q, W_K (and of W'^h where the value rule draws one),
@@ -132,6 +163,8 @@ class AttentionLayer:
             return Projection(tuple(rng.normal(0.0, d**-0.5, (d, columns)) for _ in partition), _group_index(partition, heads))
 
         query, key = draw("q", d_k), draw("k", d_k)
+        if config.target == "attention":  # the attention matrix has no values and no output
+            return Weights(query, key, key, ())
         fresh = draw("v", d_v) if value_rule.fresh else None
         if not value_rule.follows_keys:
             value = Projection(tuple(value_rule.make(None, f, config.rho, float) for f in fresh.matrices), fresh.group)
@@ -154,11 +187,27 @@ class AttentionLayer:
         these tokens and weights, with a fresh Z^h per head drawn from ``rng`` in head order)."""
         if model not in MODELS:
             raise ValueError(f"model: unknown model {model!r}; choose one of {', '.join(MODELS)}")
+        if model == "softmax" and self.config.target == "attention":
+            return self._attention_matrix(weights, X)
         if model == "softmax":
-            return self._softmax(weights, X)
+            Y = self._softmax(weights, X)
+            return Y if self.config.residual is None else X / np.sqrt(len(X)) + float(self.config.residual) * Y
         if rng is None:
             raise ValueError("rng: the Gaussian-equivalent model draws noise Z; pass a numpy Generator")
         return self._equivalent(weights, X, rng)
+
+    def _attention_matrix(self, weights: Weights, X: np.ndarray) -> np.ndarray:
+        """sqrt(n) (A - J) of the real layer's one head (docs/extensions.md §8.1)."""
+        n, score = len(X), get_score(self.config.score)
+        s = (X @ weights.query.head(0)) @ (X @ weights.key.head(0)).T
+        s *= float(self.config.beta) / weights.query.matrices[0].shape[1] ** 0.5
+        if score.shift_invariant:
+            s -= s.max(axis=1, keepdims=True)
+        f = score.numeric(s)
+        f /= f.sum(axis=1, keepdims=True)
+        f -= 1.0 / n
+        f *= np.sqrt(n)
+        return f
 
     def _softmax(self, weights: Weights, X: np.ndarray) -> np.ndarray:
         config = self.config
@@ -193,14 +242,26 @@ class AttentionLayer:
         return rng.standard_normal((n, n)) / np.sqrt(n)
 
     def ge_head(self, weights: Weights, h: int, tokens: Any, noise: Any) -> dict[Gaussian, Any]:
-        """Head ``h``'s realisation of the polynomial's Gaussians: X = ``tokens`` (the sampler's over sqrt(n)),
-        Z = ``noise``, W_Q^h, W_K^h and, where the polynomial has them, the drawn W'^h and W_O^h block.
-        ``tokens`` and ``noise`` may be arrays of any library; the weights are numpy arrays."""
+        """Head ``h``'s realisation of the polynomial's Gaussians: X = ``tokens`` (the sampler's over sqrt(n);
+        with a token covariance each block over its sqrt(lambda), with the weights' rows of that block),
+        Z = ``noise``, W_Q^h, W_K^h and, where the polynomial has them, the drawn W'^h and W_O^h block;
+        with orthonormal tokens the polynomial's Q, K, V are the tokens times W_Q^h, W_K^h, W'^h.
+        ``tokens`` and ``noise`` may be arrays of any library (numpy for orthonormal tokens); the weights
+        are numpy arrays."""
         roles = self.equivalent.roles
-        (X_e,), (W_Q,), (W_K,) = roles["X"], roles["W_Q"], roles["W_K"]
-        real = {X_e: tokens, W_Q: weights.query.head(h), W_K: weights.key.head(h), roles["Z"]: noise}
-        for W_V in roles["W_V"]:
-            real[W_V] = weights.fresh_value.head(h)
+        real = {roles["Z"]: noise}
+        if self.config.tokens == "orthonormal":  # the polynomial's Q, K, V are the projected tokens
+            real[roles["W_Q"][0]] = tokens @ weights.query.head(h)
+            real[roles["W_K"][0]] = tokens @ weights.key.head(h)
+            for V in roles["W_V"]:
+                real[V] = tokens @ weights.fresh_value.head(h)
+        else:  # a block X_b of the polynomial is the tokens' block over its sqrt(lambda)
+            for b, (start, stop, root) in enumerate(self._blocks(tokens.shape[1])):
+                real[roles["X"][b]] = tokens[:, start:stop] / root
+                real[roles["W_Q"][b]] = weights.query.head(h)[start:stop]
+                real[roles["W_K"][b]] = weights.key.head(h)[start:stop]
+                if roles["W_V"]:
+                    real[roles["W_V"][b]] = weights.fresh_value.head(h)[start:stop]
         if roles["W_O"] is not None:
             real[roles["W_O"]] = weights.fresh_output[h]
         return real
@@ -209,7 +270,7 @@ class AttentionLayer:
         n = len(X)
         terms = self.ge_terms()
         tokens = X / np.sqrt(n)
-        Y = np.zeros((n, weights.output[0].shape[1]))
+        Y = np.zeros((n, n if self.config.target == "attention" else weights.output[0].shape[1]))
         for h in range(self.config.heads):
             real = self.ge_head(weights, h, tokens, self.ge_noise(n, rng))
             for c, factors in terms:

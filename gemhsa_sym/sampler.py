@@ -28,7 +28,7 @@ from tqdm import tqdm
 from gemhsa_sym.config import Config
 from gemhsa_sym.executors import local_workers, open_executor
 from gemhsa_sym.files import write_atomic_with
-from gemhsa_sym.layer import MODELS, draw_tokens, ge_coefficients, layer_of
+from gemhsa_sym.layer import MODELS, ge_coefficients, layer_of
 from gemhsa_sym.resources import check_memory
 from gemhsa_sym.rules import VALUE_RULES
 
@@ -99,6 +99,12 @@ def _torch_backend() -> ModuleType:
     return torch_backend
 
 
+def gram_spectrum(M: np.ndarray) -> np.ndarray:
+    """Eigenvalues of M^T M, ascending: the spectral object of the attention matrix M = sqrt(n) (A - J)
+    (docs/extensions.md §8.1), not centred."""
+    return np.linalg.eigvalsh(M.T @ M)
+
+
 def head_batch(n: int, heads: int) -> int:
     """How many softmax heads the torch backend takes at once at ``n`` tokens: as many as
     :data:`HEAD_BATCH_BYTES` holds, at least one."""
@@ -116,12 +122,13 @@ def run_draw(task: DrawTask) -> np.ndarray:
     sizes = task.config.sizes(task.n)
     layer = layer_of(task.config)
     with threadpool_limits(task.threads, user_api="blas"):
-        X = draw_tokens(sizes, rng)
+        X = layer.draw_tokens(sizes, rng)
         weights = layer.draw_weights(sizes, rng)
         if task.backend == "torch":
             batch = head_batch(sizes["n"], task.config.heads)
             return _torch_backend().draw_spectrum(layer, weights, X, task.model, rng, task.device, task.threads, batch)
-        return spectrum(layer.output(weights, X, task.model, rng))
+        Y = layer.output(weights, X, task.model, rng)
+        return spectrum(Y) if layer.centred else gram_spectrum(Y)
 
 
 def draw_bytes(config: Config, sizes: dict[str, int], model: str, backend: str = "numpy") -> int:
@@ -174,9 +181,10 @@ def check_draws(tasks: Sequence[DrawTask], workers: int | None) -> None:
         check_backend(backend, device, workers)
     biggest: dict[str, int] = {}
     for task in tasks:
-        if task.config.target != "output" or task.config.residual is not None or task.config.tokens != "gaussian":
-            raise NotImplementedError("sample: the sampler draws the centred output of a layer with Gaussian tokens "
-                                      "and without residual stream only")
+        config = task.config
+        if task.backend == "torch" and (config.target != "output" or config.residual is not None or config.tokens != "gaussian"):
+            raise NotImplementedError("backend: the torch backend draws the centred output of a layer with Gaussian tokens "
+                                      "and without residual stream; use the numpy backend")
         sizes = task.config.sizes(task.n)
         if sizes["n"] < 2:
             raise ValueError(f"n: the centred output needs at least 2 tokens, got {sizes['n']}")

@@ -108,3 +108,31 @@ def test_rectangular_shapes(name: str) -> None:
     X, weights, Y = draw(config)
     assert Y.shape == (N, config.sizes()["d_out"])
     assert relative_error(Y, per_head_sdpa(config, X, weights)) < 1e-10
+
+
+@pytest.mark.parametrize(("preset", "alpha"), [("single-head", "1"), ("mha", "1/2"), ("key-output", "2")])
+def test_residual_stream_against_multi_head_attention_module(preset: str, alpha: str) -> None:
+    """R / sqrt(n) = X / sqrt(n) + alpha Y with Y torch's multi-head attention (docs/extensions.md §8.4)."""
+    config = scaled(PRESETS[preset]).replace(residual=alpha)
+    X, weights, R = draw(config)
+    reference = torch.from_numpy(X) / math.sqrt(N) + float(sp.Rational(alpha)) * multi_head_module(config, X, weights)
+    assert relative_error(R, reference) < 1e-10
+
+
+@pytest.mark.parametrize("tokens", ["gaussian", "orthonormal"])
+def test_attention_matrix_against_torch_softmax(tokens: str) -> None:
+    """sqrt(n) (A - J) with A = softmax(beta Q K^T / sqrt(d_k)) by torch (docs/extensions.md §8.1)."""
+    from gemhsa_sym.layer import layer_of
+
+    config = Config(n=N, d=N, d_k=N // 2, target="attention", tokens=tokens, beta="1.3")
+    layer, rng = layer_of(config), np.random.default_rng(4)
+    sizes = config.sizes()
+    X = layer.draw_tokens(sizes, rng)
+    weights = layer.draw_weights(sizes, rng)
+    M = layer.output(weights, X)
+    x = torch.from_numpy(X)
+    q, k = x @ torch.from_numpy(weights.query.head(0)), x @ torch.from_numpy(weights.key.head(0))
+    A = torch.softmax(1.3 * q @ k.T / math.sqrt(N // 2), dim=1)
+    assert relative_error(M, math.sqrt(N) * (A - 1.0 / N)) < 1e-12
+    if tokens == "orthonormal":
+        np.testing.assert_allclose(X @ X.T, N * np.eye(N), atol=1e-10)

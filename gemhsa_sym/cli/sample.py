@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"sizes    {sizes}")
     print(f"model    {result.model}, {result.draws} draw(s), seed {result.seed}, {result.backend} on {result.device}, "
           f"{elapsed:.2f} s")
-    print("spectrum eigenvalues of Y_c^T Y_c / n")
+    print(f"spectrum {config.spectral_object}")
     print(f"moments  {moments}  (k = 1..4, pooled)")
     print(f"range    [{summary['min']:.6g}, {summary['max']:.6g}]")
     if args.out:

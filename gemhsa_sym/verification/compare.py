@@ -324,7 +324,7 @@ def format_report(result: VerifyResult) -> str:
     lines.append(f"config   {config.name or 'configuration'}: {config.summary()}")
     for c in result.comparisons:
         lines.append("")
-        lines.append(f"n = {c.n}, {c.draws} draw(s), seed {result.seed}; eigenvalues of Y_c^T Y_c / n")
+        lines.append(f"n = {c.n}, {c.draws} draw(s), seed {result.seed}; {result.config.spectral_object}")
         lines.append(f"{'distance':<10}{'theory-softmax':>16}{'theory-GE':>12}{'floor (GE-GE)':>15}{'softmax-GE':>12}")
         for key, table in (("KS", c.ks), ("W1", c.w1)):
             two = "ks" if key == "KS" else "w1"

@@ -71,7 +71,7 @@ def plot_verify(result: VerifyResult, path: str | Path) -> None:
     fig, (ax_lin, ax_log, ax_cdf) = plt.subplots(1, 3, figsize=(18, 5.6), layout="constrained")
     config = result.config
     fig.suptitle(f"{config.name or 'configuration'}: {config.summary()}\n"
-                 f"n = {comparison.n}, {comparison.draws} draw(s), seed {result.seed}; eigenvalues of $Y_c^T Y_c / n$",
+                 f"n = {comparison.n}, {comparison.draws} draw(s), seed {result.seed}; {result.config.spectral_object}",
                  fontsize=10)
 
     bins = np.linspace(0.0, 1.02 * top, 120)
