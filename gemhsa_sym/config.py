@@ -466,6 +466,10 @@ def _presets() -> dict[str, Config]:
         "correlated-kv": single | dict(kv="correlated", rho="1/2"),
         "key-output": single | dict(output="keys"),
         "heads-8": dict(heads=8, d_k="1/8", d_v="1/8"),
+        "attention-matrix": dict(target="attention"),
+        "attention-orthonormal": dict(target="attention", tokens="orthonormal"),
+        "residual": single | dict(residual=1),
+        "tokens-two-level": single | dict(tokens="covariance", token_covariance={"values": ["1/2", "3/2"], "weights": ["1/2", "1/2"]}),
     }
     return {name: Config(name=name, **spec) for name, spec in specs.items()}
 

@@ -44,6 +44,8 @@ __all__ = [
     "draw_bytes",
     "check_backend",
     "check_draws",
+    "gram_spectrum",
+    "torch_draws",
     "run_draw",
     "run_draws",
     "SampleResult",
@@ -97,6 +99,11 @@ def _torch_backend() -> ModuleType:
             f"backend: the torch backend needs torch ({str(exc).splitlines()[0]}): pip install 'gemhsa_sym[torch]'"
         ) from None
     return torch_backend
+
+
+def torch_draws(config: Config) -> bool:
+    """Whether the torch backend draws ``config``: the centred output with Gaussian tokens and no residual stream."""
+    return config.target == "output" and config.tokens == "gaussian" and config.residual is None
 
 
 def gram_spectrum(M: np.ndarray) -> np.ndarray:
@@ -181,8 +188,7 @@ def check_draws(tasks: Sequence[DrawTask], workers: int | None) -> None:
         check_backend(backend, device, workers)
     biggest: dict[str, int] = {}
     for task in tasks:
-        config = task.config
-        if task.backend == "torch" and (config.target != "output" or config.residual is not None or config.tokens != "gaussian"):
+        if task.backend == "torch" and not torch_draws(task.config):
             raise NotImplementedError("backend: the torch backend draws the centred output of a layer with Gaussian tokens "
                                       "and without residual stream; use the numpy backend")
         sizes = task.config.sizes(task.n)

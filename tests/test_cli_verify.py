@@ -149,6 +149,19 @@ def test_claims_verdicts_are_computed(theory) -> None:
     line = next(row for row in text.splitlines() if row.startswith("| Tying"))
     assert "law preserved" in line and line.endswith("| NO |")
     assert "**does not narrow**" in text
+    assert "attention matrix (predecessor paper" not in text
+
+
+def test_claims_attention_section(theory) -> None:
+    """The attention matrix's section: its edge against 4 v and its mu_2 against 2 v^2, v = e^{beta^2} - 1.
+    The stand-in law (mean 1, mu_2 3, top edge 2 (1 + 1/sqrt 2)^2 = 5.83) is beyond 4 v only where v < 1.457."""
+    law = mp_law()
+    rows = {"attention-matrix": [compare(theory, {k: law.sample(40, seed=s, draws=2) for s, k in enumerate(("softmax", "ge", "floor"))}, 40)]}
+    text = render_markdown(ClaimsResult([40], 2, 0, {"attention-matrix": theory}, rows, {"1/2": theory, "3/2": theory}),
+                           "gemhsa-sym claims --n 40")
+    table = [row for row in text.splitlines() if row.startswith(("| 1/2 |", "| 3/2 |"))]
+    assert table[0].endswith("| yes |") and table[1].endswith("| NO |")
+    assert "**not every** beta" in text and "**not Marchenko–Pastur**" in text
 
 
 @pytest.mark.slow

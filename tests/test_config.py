@@ -27,6 +27,10 @@ PRESET_FIELDS = {
     "correlated-kv": dict(heads=1, kv="correlated", rho=R(1, 2)),
     "key-output": dict(heads=1, output="keys"),
     "heads-8": dict(heads=8, d_k=R(1, 8), d_v=R(1, 8)),
+    "attention-matrix": dict(heads=1, d_k=1, target="attention", tokens="gaussian"),
+    "attention-orthonormal": dict(heads=1, d_k=1, target="attention", tokens="orthonormal"),
+    "residual": dict(heads=1, residual=1),
+    "tokens-two-level": dict(heads=1, tokens="covariance", token_covariance=((R(1, 2), R(1, 2)), (R(3, 2), R(1, 2)))),
 }
 
 

@@ -84,7 +84,11 @@ def test_exchangeable_reduction_equals_explicit_heads(heads: int, groups: int) -
 #: ones add rho^2 times it. Across heads the blocks of W_O are independent, so sharing
 #: does not change the mean, and W_O = W_K^T adds no non-crossing pairing.
 #: mu_1 = 1, sigma^2 = e - 2, so 2 mu_1^2 + sigma^2 = e.
-EXACT_MEANS = {name: sp.E for name in PRESETS} | {"tied-kv": sp.E + 1, "correlated-kv": sp.E + sp.Rational(1, 4)}
+#: docs/reference-values.md §9.5, §9.6: e for the output at unit ratios; e - 1 (the entry variance) for the
+#: attention matrix; 1 + e for the residual stream; e + 1/4 for the two-level token covariance.
+EXACT_MEANS = {name: sp.E for name in PRESETS} | {
+    "tied-kv": sp.E + 1, "correlated-kv": sp.E + sp.Rational(1, 4), "attention-matrix": sp.E - 1,
+    "attention-orthonormal": sp.E - 1, "residual": 1 + sp.E, "tokens-two-level": sp.E + sp.Rational(1, 4)}
 
 
 @pytest.mark.parametrize("name", list(PRESETS))

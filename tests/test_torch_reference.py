@@ -25,7 +25,9 @@ def scaled(config: Config) -> Config:
     return config.replace(**{key: ratios[key] * SCALE for key in ("d", "d_k", "d_v", "d_out")})
 
 
-CONFIGS = {name: scaled(config) for name, config in PRESETS.items()}
+#: The presets of the attention layer's output with Gaussian tokens: torch's multi-head attention computes it.
+CONFIGS = {name: scaled(config) for name, config in PRESETS.items()
+           if config.target == "output" and config.tokens == "gaussian" and config.residual is None}
 CONFIGS |= {
     "mha-beta": scaled(PRESETS["mha"].replace(beta="2.5")),
     "gqa-negative-beta": scaled(PRESETS["gqa"].replace(beta="-0.8")),

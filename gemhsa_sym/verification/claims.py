@@ -18,7 +18,7 @@ are computed, never written in:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ import sympy as sp
 from gemhsa_sym.config import PRESETS
 from gemhsa_sym.executors import Task, local_workers, run_tasks
 from gemhsa_sym.parse import parse_number
-from gemhsa_sym.sampler import check_draws
+from gemhsa_sym.sampler import check_draws, torch_draws
 
 from .compare import Comparison, compare, draw_tasks, two_sample
 from .theory import PROBES, Theory, theory_task
@@ -45,6 +45,8 @@ CLAIM_PAIRS: tuple[tuple[str, str, str, bool], ...] = (
 )
 #: Presets of the head-allocation claim, in increasing H (H d_k = d).
 HEAD_ALLOCATION: tuple[str, ...] = ("single-head", "mha", "heads-8")
+#: Inverse temperatures of the attention matrix's edge against the iid edge 4 (e^{beta^2} - 1).
+ATTENTION_BETAS: tuple[str, ...] = ("1/4", "1/2", "3/4", "1", "5/4", "3/2")
 #: Relative agreement of the Stieltjes transforms for "law preserved".
 PROBE_TOL = 1e-10
 
@@ -69,6 +71,8 @@ class ClaimsResult:
     seed: int
     theories: dict[str, Theory]
     comparisons: dict[str, list[Comparison]]
+    #: The attention matrix's law at each beta of ATTENTION_BETAS (when the preset ran).
+    attention: dict[str, Theory] = field(default_factory=dict)
 
 
 def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, progress: bool = False,
@@ -87,22 +91,58 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
     if unfit:  # before any work: every preset is drawn at every n
         raise ValueError("n: every preset needs integer sizes at every n (heads-8 needs n divisible by 8): " + "; ".join(unfit))
     tasks: list[Task] = [(theory_task, (PRESETS[name], True, cache)) for name in presets]
+    betas = ATTENTION_BETAS if "attention-matrix" in presets else ()
+    tasks += [(theory_task, (PRESETS["attention-matrix"].replace(beta=beta), False, cache)) for beta in betas]
     layout = []
     for name in presets:
+        # presets that the torch backend does not draw are drawn with numpy (docs/verification.md §4.8)
+        chosen = (backend, device) if backend == "numpy" or torch_draws(PRESETS[name]) else ("numpy", "cpu")
         for value in sizes:
-            for model, group in draw_tasks(PRESETS[name], value, draws, seed, backend, device).items():
+            for model, group in draw_tasks(PRESETS[name], value, draws, seed, *chosen).items():
                 layout.append((name, value, model, len(tasks), len(group)))
                 tasks += group
-    check_draws([args[0] for _, args in tasks[len(presets):]], local_workers(executor))
+    check_draws([args[0] for _, args in tasks[len(presets) + len(betas):]], local_workers(executor))
     results = run_tasks(tasks, executor, progress, desc="claims")
     theories = dict(zip(presets, results[: len(presets)]))
+    attention = dict(zip(betas, results[len(presets): len(presets) + len(betas)]))
     comparisons: dict[str, list[Comparison]] = {}
     for name in presets:
         for value in sizes:
             samples = {model: np.stack([r[0] for r in results[first:first + count]])
                        for key, size, model, first, count in layout if key == name and size == value}
             comparisons.setdefault(name, []).append(compare(theories[name], samples, value))
-    return ClaimsResult(sizes, draws, seed, theories, comparisons)
+    return ClaimsResult(sizes, draws, seed, theories, comparisons, attention)
+
+
+def _attention_section(result: ClaimsResult) -> list[str]:
+    """The predecessor paper's claims on the attention matrix (arXiv 2510.06685): its law is not
+    Marchenko–Pastur, and the right edge of its bulk lies beyond 4 v, v = e^{beta^2} - 1 the entry
+    variance (the edge of an iid matrix of that variance, whose mu_2 would be 2 v^2)."""
+    if not result.attention:
+        return []
+    lines = ["", "## The attention matrix (predecessor paper, arXiv 2510.06685)", "",
+             "Law of the eigenvalues of n (A - J)^T (A - J), one softmax head, n = d = d_k. An iid matrix of entry",
+             "variance v = e^{beta^2} - 1 has Marchenko–Pastur law with mean v, mu_2 = 2 v^2 and top edge 4 v.", "",
+             "| beta | mean (theory) | v | mu_2 (theory) | 2 v^2 (MP) | top edge (theory) | 4 v (iid edge) | beyond |",
+             "|---|---|---|---|---|---|---|---|"]
+    beyond = []
+    not_mp = []
+    for beta, t in result.attention.items():
+        v = float(np.exp(float(sp.Rational(beta)) ** 2) - 1)
+        mean, mu2, top = t.moments[0]["float"], t.moments[1]["float"], t.top_edge
+        beyond.append(top > 4 * v)
+        not_mp.append(abs(mu2 - 2 * v * v) > 1e-3 * mu2 or abs(top - 4 * v) > 1e-3 * top)
+        lines.append(f"| {beta} | {mean:.6g} | {v:.6g} | {mu2:.6g} | {2 * v * v:.6g} | {top:.6g} | {4 * v:.6g} | "
+                     f"{'yes' if beyond[-1] else 'NO'} |")
+    lines += ["", f"Verdicts: the edge lies beyond 4 v at **{'every' if all(beyond) else 'not every'}** beta; the law is "
+              f"**{'not Marchenko–Pastur' if all(not_mp) else 'Marchenko–Pastur at some beta'}** (mu_2 or the edge differ "
+              "from the iid matrix's by more than 0.1 %)."]
+    if "attention-matrix" in result.comparisons:
+        rows = result.comparisons["attention-matrix"]
+        lines += ["", "Monte Carlo of the attention matrix at beta = 1 (softmax against its Gaussian equivalent), per n: "
+                  + "; ".join(f"n = {c.n}: KS(softmax, GE) {c.softmax_ge['ks']:.4f}, floor {c.floor['ks']:.4f}, "
+                              f"{c.outliers['softmax']['count']} softmax outliers above the bulk" for c in rows) + "."]
+    return lines
 
 
 def _ge_verdict(rows: list[Comparison]) -> str:
@@ -126,7 +166,8 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
         + (f"; not run: {', '.join(p for p in PRESETS if p not in result.theories)}" if len(result.theories) < len(PRESETS)
            else "") + ").",
         "Every figure below is computed by that command; regenerate the file with it.",
-        "Spectra: eigenvalues of Y_c^T Y_c / n. KS = Kolmogorov–Smirnov distance; theory = the derived",
+        "Spectra: eigenvalues of Y_c^T Y_c / n (of n (A - J)^T (A - J) for the attention matrix, of R^T P R / n for the",
+        "residual stream). KS = Kolmogorov–Smirnov distance; theory = the derived",
         "limiting law (its CDF, atoms included); floor = KS between two independent Gaussian-equivalent",
         "sample sets of the same size. Verdict rules are in `gemhsa_sym/verification/claims.py`.",
         "",
@@ -188,6 +229,7 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
             top_sample = float(np.max(result.comparisons[name][-1].samples["softmax"]))
             lines.append(f"| {name} | {PRESETS[name].heads} | {t.moments[0]['float']:.6g} | {t.moments[1]['float']:.6g} | "
                          f"{t.top_edge:.6g} | {m['samples']:.6g} ± {se} | {top_sample:.6g} |")
+    lines += _attention_section(result)
     lines += ["", "## Outliers of the softmax samples", "",
               "Eigenvalues beyond the support widened by 5 %, per n (count over all draws; largest value).", "",
               "| preset | " + " | ".join(f"n={v}" for v in result.n) + " |",
