@@ -690,9 +690,12 @@ def test_cdf_and_quantile(name):
     assert law.cdf(xq) == pytest.approx(q, abs=1e-8)
     inner = x[(F > atom + 1e-3) & (F < 1 - 1e-3)][::20]
     assert law.quantile(law.cdf(inner)) == pytest.approx(inner, rel=1e-7)
-    # levels up to the atom's mass fall on the atom at 0 exactly; level 0 is the lower end of the support
+    # levels up to the atom's (exact) mass fall on the atom at 0 exactly; level 0 is the lower end of the
+    # support and level 1 its upper end
+    assert law.quantile(1.0) == top
     if atom:
-        assert np.all(law.quantile(np.array([0.0, atom / 2, float(atom)])) == 0) and law.quantile(0.0) == 0
+        exact = float(sum(a.exact for a in law.atoms()))
+        assert np.all(law.quantile(np.array([0.0, exact / 2, exact])) == 0) and law.quantile(0.0) == 0
     else:
         assert law.quantile(0.0) == float(law.edges(dps=16)[0].location)
         assert law.quantile(np.array([0.0, 1e-300]))[0] == float(law.edges(dps=16)[0].location)

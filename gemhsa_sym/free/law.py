@@ -177,22 +177,26 @@ class SpectralLaw:
         return out if out.ndim else float(out)
 
     def quantile(self, q: Any) -> Any:
-        """The smallest x with cdf(x) >= q for 0 < q <= 1 (bisection on the monotone CDF); at q = 0
-        the lower end of the support (docs/solving.md §3.8), as scipy's ``ppf(0)``. Levels within
-        an atom give its location exactly; neither rule depends on rounding."""
+        """The smallest x with cdf(x) >= q for 0 < q < 1 (bisection on the monotone CDF); at q = 0 and
+        q = 1 the lower and upper ends of the support (docs/solving.md §3.8), as scipy's ``ppf``. Levels
+        within an atom (by its exact mass where identified) give its location exactly; none of these
+        rules depends on rounding."""
         qa = np.asarray(q, dtype=float)
         if np.any(~((qa >= 0) & (qa <= 1))):
             raise ValueError("q: quantile levels must lie in [0, 1]")
         edges, atoms = self.edges(dps=16), self.atoms()
         lowest = min([float(e.location) for e in edges[:1]] + [a.location for a in atoms], default=0.0)
+        highest = max([float(e.location) for e in edges[-1:]] + [a.location for a in atoms], default=0.0)
         lo, hi = np.zeros_like(qa), np.full_like(qa, float(edges[-1].location) if edges else 0.0)
         for _ in range(60):
             mid = (lo + hi) / 2
             below = self.cdf(mid) < qa
             lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-        at_zero = sum(a.mass for a in atoms if a.location == 0)
-        hi = np.where((qa > 0) & (qa <= at_zero), 0.0, hi)  # levels within the atom at 0
-        hi = np.where(qa == 0, lowest, hi)
+        # levels within the atom at 0, by its exact mass where identified (a level equal to the mass must not
+        # depend on the last bit of the numeric estimate)
+        at_zero = sum(float(a.exact) if a.exact is not None else a.mass for a in atoms if a.location == 0)
+        hi = np.where((qa > 0) & (qa <= at_zero), 0.0, hi)
+        hi = np.where(qa == 0, lowest, np.where(qa == 1, highest, hi))
         return hi if hi.ndim else float(hi)
 
     def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:
