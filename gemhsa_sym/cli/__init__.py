@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import warnings
@@ -71,9 +72,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> NoReturn:
     """The ``gemhsa-sym`` console script: :func:`main`, then exit without reacting to a late Ctrl-C
-    (the work is done and written; the interpreter only tears down)."""
+    (the work is done and written; the interpreter only tears down).
+
+    After an interrupt the status is 130 by ``os._exit``: the run has already cleaned up, and an
+    interrupt that arrived while an extension module ran Python code on import would otherwise
+    make the interpreter end itself by SIGINT instead of with the status (docs/conventions.md §6.8).
+    """
     code = main()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if code == INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
 
 
