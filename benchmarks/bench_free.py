@@ -21,25 +21,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
 
 import mpmath
 import numpy as np
 import sympy as sp
+from timing import best_times
 
 from gemhsa_sym.free import Dim, Gaussian, spectral_law
 
 R = sp.Rational
-
-
-def best_time(run: Callable[[], object], repeat: int) -> float:
-    """The smallest wall time of ``repeat`` calls."""
-    best = np.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return float(best)
 
 
 def product_law():
@@ -105,7 +95,7 @@ def main() -> None:
         eliminated = eliminate_all(laws) if with_p else 0.0
         values: list[np.ndarray] = []
         method = "polynomial" if with_p else "dyson"
-        seconds = best_time(lambda: values.append(laws.pop().density(grid, method=method)), args.repeat)
+        seconds = best_times([lambda: values.append(laws.pop().density(grid, method=method))], args.repeat)[0]
         rho = values[0]
         err = max(abs(float(r) - rho[i]) for i, r in zip(check, ref))
         rel = max(abs(float(r) - rho[i]) / float(r) for i, r in zip(check, ref) if r > 0)
@@ -114,14 +104,14 @@ def main() -> None:
               f"{check.size} points: {err:.2e} absolute, {rel:.2e} relative")
 
     # (b) attention-type polynomial density vs one Monte Carlo draw
-    mc = best_time(lambda: monte_carlo_draw(args.N, 0), args.repeat)
+    mc = best_times([lambda: monte_carlo_draw(args.N, 0)], args.repeat)[0]
     top = 1.1 * float(monte_carlo_draw(args.N, 1)[-1])
     grid_b = np.linspace(0.0, top, args.points + 1)[1:]
     for label, with_p in (("Dyson system", False), ("root of P", True)):
         laws = [attention_law() for _ in range(args.repeat)]
         eliminated = eliminate_all(laws) if with_p else 0.0
         method = "polynomial" if with_p else "dyson"
-        dens = best_time(lambda: laws.pop().density(grid_b, method=method), args.repeat)
+        dens = best_times([lambda: laws.pop().density(grid_b, method=method)], args.repeat)[0]
         print(f"(b) (X W1 X^T + Z/2) X W2 density, {args.points} points on (0, {top:.2f}], {label}: {dens:.3f} s "
               f"(P in {eliminated:.2f} s); one numpy draw at N = {args.N}: {mc:.2f} s; ratio density / draw = {dens / mc:.3f}")
 
@@ -129,7 +119,7 @@ def main() -> None:
     w = mpmath.mpc("0.7", "0.25")
     for name, make in (("MP(1/2) x MP(1/4)", product_law), ("(X W1 X^T + Z/2) X W2", attention_law)):
         fresh = [make() for _ in range(args.repeat)]
-        sec = best_time(lambda fresh=fresh: fresh.pop().stieltjes(w, dps=50), args.repeat)
+        sec = best_times([lambda fresh=fresh: fresh.pop().stieltjes(w, dps=50)], args.repeat)[0]
         print(f"(c) {name}: m(0.7 + 0.25i) at 50 digits: {sec:.3f} s")
 
 

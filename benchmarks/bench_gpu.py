@@ -15,30 +15,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
+from timing import best_times
 
-from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.config import Config
+from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import DRAW_THREADS, DrawTask, check_draws, sample
 
 CUDA_SIZES = [2000, 4096, 8192, 16384]
 CPU_SIZES = [2000, 4096]
-
-
-def best_times(runs: Sequence[Callable[[], object]], repeat: int) -> list[float]:
-    """Shortest wall time of each of ``runs`` over ``repeat`` interleaved rounds."""
-    times: list[list[float]] = [[] for _ in runs]
-    for _ in range(repeat):
-        for run, spent in zip(runs, times, strict=True):
-            start = time.perf_counter()
-            run()
-            spent.append(time.perf_counter() - start)
-    return [min(spent) for spent in times]
 
 
 def refusal(config: Config, n: int, model: str, backend: str, device: str) -> str | None:

@@ -17,19 +17,10 @@ import argparse
 import time
 
 import numpy as np
+from timing import best_times
 
-from gemhsa_sym.config import PRESETS
 from gemhsa_sym.derive import derive
-
-
-def best_of(repeat: int, run) -> tuple[float, np.ndarray]:
-    """The smallest wall time of ``repeat`` calls and the last result."""
-    best, out = np.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = run()
-        best = min(best, time.perf_counter() - start)
-    return best, out
+from gemhsa_sym.presets import PRESETS
 
 
 def main() -> None:
@@ -50,7 +41,9 @@ def main() -> None:
         w = np.concatenate([x[:: max(1, args.points // 20)] * (1 + 0.05j), 1j * probe.scale * 10.0 ** -np.arange(10)])
         m_dyson = probe.stieltjes(w)
         laws = [derive(PRESETS[name]) for _ in range(args.repeat)]
-        dyson, rho = best_of(args.repeat, lambda: laws.pop().density(x))
+        densities: list[np.ndarray] = []
+        dyson = best_times([lambda: densities.append(laws.pop().density(x))], args.repeat)[0]
+        rho = densities[-1]
         laws = [derive(PRESETS[name]) for _ in range(args.repeat)]
         start = time.perf_counter()
         found = [law.algebraic() for law in laws]
@@ -58,7 +51,8 @@ def main() -> None:
         if found[0].polynomial is None:
             print(f"| {name} | none: {found[0].reason} | {eliminated:.1f} | {dyson:.3f} | | | | |", flush=True)
             continue
-        root, rho_p = best_of(args.repeat, lambda: laws.pop().density(x, method="polynomial"))
+        root = best_times([lambda: densities.append(laws.pop().density(x, method="polynomial"))], args.repeat)[0]
+        rho_p = densities[-1]
         m_diff = np.max(np.abs(probe.stieltjes(w, method="polynomial") - m_dyson) / np.abs(m_dyson))
         print(
             f"| {name} | {found[0].degree_m}, {found[0].degree_w} | {eliminated:.1f} | {dyson:.3f} | {root:.3f} "

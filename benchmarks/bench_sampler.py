@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import time
-from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
+from timing import best_times
 
 from gemhsa_sym.config import Config
 from gemhsa_sym.sampler import sample
@@ -42,17 +41,6 @@ def baseline(n: int, heads: int, seed: int) -> np.ndarray:
         Y += A @ V[:, cols] @ w_o[cols]
     Yc = Y - Y.mean(axis=0)
     return np.linalg.eigvalsh(Yc.T @ Yc)
-
-
-def best_times(runs: Sequence[Callable[[], object]], repeat: int) -> list[float]:
-    """Shortest wall time of each of ``runs`` over ``repeat`` interleaved rounds."""
-    times: list[list[float]] = [[] for _ in runs]
-    for _ in range(repeat):
-        for run, spent in zip(runs, times, strict=True):
-            start = time.perf_counter()
-            run()
-            spent.append(time.perf_counter() - start)
-    return [min(spent) for spent in times]
 
 
 def main() -> None:

@@ -18,8 +18,9 @@ import time
 
 from scipy import stats
 
-from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.config import Config
 from gemhsa_sym.derive import derive
+from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import sample
 
 #: (preset, beta) rows of the table.
