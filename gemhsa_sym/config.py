@@ -19,6 +19,7 @@ from typing import Any
 import sympy as sp
 import tomli_w
 
+from gemhsa_sym.dimensions import DIMENSIONS, dimension_ratios
 from gemhsa_sym.files import read_toml
 from gemhsa_sym.hermite import NORMALISATIONS
 from gemhsa_sym.parse import integer_value, real_number
@@ -30,12 +31,8 @@ __all__ = [
     "DIMENSIONS",
     "Partition",
     "Config",
-    "PRESETS",
-    "load_config",
 ]
 
-#: Dimension fields, in the order of docs/model.md §1.1.
-DIMENSIONS: tuple[str, ...] = ("n", "d", "d_k", "d_v", "d_out")
 SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"}
 
 #: What a configuration asks the law of: the centred output, or the attention matrix of one head.
@@ -44,16 +41,8 @@ TARGETS: tuple[str, ...] = ("output", "attention")
 TOKENS: tuple[str, ...] = ("gaussian", "orthonormal", "covariance")
 #: Fields that only the output target uses, with their defaults (docs/extensions.md §8.1).
 _OUTPUT_SIDE: dict[str, Any] = {"kv": "independent", "rho": 0, "output": "independent", "residual": None}
-#: Widths (d, d_out, and heads times d_k and d_v) as ratios to n that the engine honours.
-RATIO_RANGE = (sp.Rational(1, 1000), sp.Integer(1000))
 #: Most heads: sharing partitions are stored head by head.
 MAX_HEADS = 10**6
-
-
-def _short(number: sp.Expr) -> str:
-    """A number in a message: exact when short, else to 4 digits."""
-    text = str(number)
-    return text if len(text) <= 12 else f"{float(number):.4g}"
 
 
 def _ratio_text(ratio: sp.Rational) -> str:
@@ -128,7 +117,7 @@ class Config:
         if heads > MAX_HEADS:
             raise ValueError(f"heads: at most {MAX_HEADS} heads, got {heads}")
         put("heads", heads)
-        for key, value in self._dimension_ratios(heads).items():
+        for key, value in dimension_ratios({key: getattr(self, key) for key in (*DIMENSIONS, "size_n")}, heads).items():
             put(key, value)
         if self.size_n is not None:
             self.sizes()
@@ -251,48 +240,6 @@ class Config:
         given = [key for key, default in _OUTPUT_SIDE.items() if getattr(self, key) != default]
         if given:
             raise ValueError(f"{given[0]}: an output-side field, not used with target = 'attention'")
-
-    def _dimension_ratios(self, heads: int) -> dict[str, Any]:
-        """Exact ratios to n and ``size_n``, from ratio input (n = 1) or size input (n > 1)."""
-        n = real_number("n", self.n)
-        size_n = None if self.size_n is None else integer_value("size_n", self.size_n)
-        if size_n is not None and size_n < 1:
-            raise ValueError(f"size_n: must be a positive token count, got {size_n}")
-        if n != 1:
-            if not (n.is_integer and n > 1):
-                raise ValueError(f"n: must be 1 (dimensions as ratios) or a token count > 1, got {n}")
-            if size_n not in (None, n):
-                raise ValueError(f"size_n: {size_n} disagrees with the token count n = {n}")
-            size_n = int(n)
-        ratios: dict[str, Any] = {"n": sp.Integer(1)}
-        defaults = {
-            "d": lambda: sp.Integer(1),
-            "d_k": lambda: ratios["d"] / heads,
-            "d_v": lambda: ratios["d_k"],
-            "d_out": lambda: ratios["d"],
-        }
-        for key in DIMENSIONS[1:]:
-            value = getattr(self, key)
-            if value is None:
-                ratio = defaults[key]()
-            else:
-                ratio = real_number(key, value)
-                if n != 1 and not ratio.is_integer:
-                    raise ValueError(f"{key}: n is a size ({n}), so {key} must be an integer size, got {ratio}")
-                ratio /= n
-            if not ratio.is_Rational:
-                raise ValueError(f"{key}: a dimension ratio must be rational, got {ratio}")
-            if ratio <= 0:
-                raise ValueError(f"{key}: must be positive, got {value}")
-            ratios[key] = ratio
-        low, high = RATIO_RANGE
-        for key, width, text in (("d", ratios["d"], "d / n"), ("d_out", ratios["d_out"], "d_out / n"),
-                                 ("d_k", heads * ratios["d_k"], "heads * d_k / n"),
-                                 ("d_v", heads * ratios["d_v"], "heads * d_v / n")):
-            if not low <= width <= high:
-                raise ValueError(f"{key}: {text} = {_short(width)} is outside {low}..{high}, the range of widths "
-                                 "the engine solves reliably")
-        return ratios | {"size_n": size_n}
 
     @classmethod
     def from_sizes(cls, n: int, d: int | None = None, d_k: int | None = None, d_v: int | None = None,
@@ -450,41 +397,3 @@ class Config:
         elif self.tokens != "gaussian":
             parts.append(f"{self.tokens} tokens")
         return "; ".join(parts)
-
-
-def _presets() -> dict[str, Config]:
-    """The named configurations of :data:`PRESETS`."""
-    single = dict(heads=1)
-    mha = dict(heads=4, d_k="1/4", d_v="1/4")
-    specs: dict[str, dict[str, Any]] = {
-        "single-head": single,
-        "mha": mha,
-        "mqa": mha | dict(share_k="all", share_v="all"),
-        "gqa": mha | dict(share_k={"groups": 2}, share_v={"groups": 2}),
-        "shared-q": mha | dict(share_q="all"),
-        "tied-kv": single | dict(kv="tied"),
-        "correlated-kv": single | dict(kv="correlated", rho="1/2"),
-        "key-output": single | dict(output="keys"),
-        "heads-8": dict(heads=8, d_k="1/8", d_v="1/8"),
-        "attention-matrix": dict(target="attention"),
-        "attention-orthonormal": dict(target="attention", tokens="orthonormal"),
-        "residual": single | dict(residual=1),
-        "tokens-two-level": single | dict(tokens="covariance", token_covariance={"values": ["1/2", "3/2"], "weights": ["1/2", "1/2"]}),
-    }
-    return {name: Config(name=name, **spec) for name, spec in specs.items()}
-
-
-#: Named configurations: beta = 1, n = d = d_out, softmax with row normalisation.
-PRESETS: dict[str, Config] = _presets()
-
-
-def load_config(spec: str | Path) -> Config:
-    """A preset by name, or the configuration in a TOML file."""
-    if str(spec) in PRESETS:
-        return PRESETS[str(spec)]
-    path = Path(spec)
-    if path.is_file():
-        return Config.from_toml(path)
-    raise ValueError(
-        f"config: {str(spec)!r} is neither a preset ({', '.join(PRESETS)}) nor a TOML file"
-    )

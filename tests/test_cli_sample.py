@@ -9,7 +9,8 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.config import Config
+from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import SampleResult, sample
 
 

@@ -16,7 +16,7 @@ import pytest
 from verification_helpers import mp_law, mp_theory, store_stand_in
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.config import PRESETS
+from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import sample
 from gemhsa_sym.verification.claims import ClaimsResult, laws_equal, render_markdown
 from gemhsa_sym.verification.compare import compare

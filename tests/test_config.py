@@ -8,7 +8,8 @@ from fractions import Fraction
 import pytest
 import sympy as sp
 
-from gemhsa_sym.config import PRESETS, Config, load_config
+from gemhsa_sym.config import Config
+from gemhsa_sym.presets import PRESETS, load_config
 
 R = sp.Rational
 INDEPENDENT4 = ((0,), (1,), (2,), (3,))

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.config import Config
 from gemhsa_sym.derive import AttentionLaw, derive
 from gemhsa_sym.free import SpectralLaw
 from gemhsa_sym.model import gaussian_equivalent
+from gemhsa_sym.presets import PRESETS
 
 #: Points of the upper half plane where laws are compared through their Stieltjes transforms.
 PROBES = np.array([0.05 + 0.02j, 0.7 + 0.3j, 3.0 + 1.0j, 20.0 + 5.0j, 60.0 + 0.5j])

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.config import Config
 from gemhsa_sym.derive import AttentionLaw, derive
+from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import sample
 
 #: Points where transforms are compared: in the bulk near 0 (median eigenvalue about

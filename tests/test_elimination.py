@@ -219,8 +219,8 @@ def test_no_closed_form_above_degree_four():
 
 @pytest.mark.slow
 def test_single_head_preset_polynomial_vanishes_on_the_physical_branch():
-    from gemhsa_sym.config import PRESETS
     from gemhsa_sym.derive import derive
+    from gemhsa_sym.presets import PRESETS
 
     law = derive(PRESETS["single-head"])
     e = law.algebraic(time_limit=60)

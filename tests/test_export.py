@@ -115,7 +115,7 @@ def test_polynomial_models_read_from_toml(tmp_path: Path) -> None:
 
 
 def test_library_has_every_preset_and_the_examples() -> None:
-    from gemhsa_sym.config import PRESETS
+    from gemhsa_sym.presets import PRESETS
 
     names = {p.stem for p in LIBRARY.glob("*.toml")}
     assert set(PRESETS) | {"marchenko-pastur", "wishart-product", "head-plus-noise"} <= names

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.config import Config
 from gemhsa_sym.derive import BETA, derive
+from gemhsa_sym.presets import PRESETS
 
 E = sp.E
 

@@ -28,7 +28,7 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.config import Config
 from gemhsa_sym.derivations import polynomial_law
 from gemhsa_sym.derive import derive
 from gemhsa_sym.executors import open_executor
@@ -36,6 +36,7 @@ from gemhsa_sym.files import read_toml, write_atomic, write_atomic_with
 from gemhsa_sym.free import Dim, Gaussian, spectral_law
 from gemhsa_sym.free.grammar import parse_polynomial
 from gemhsa_sym.parse import parse_number
+from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import sample
 from gemhsa_sym.verification.theory import validated
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from verification_helpers import mp_theory, store_stand_in
 
-from gemhsa_sym.config import PRESETS
+from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import SampleResult
 
 #: Seconds allowed from the signal to the exit of the whole process group.

@@ -15,12 +15,12 @@ import functools
 import pytest
 import sympy as sp
 
-from gemhsa_sym.config import PRESETS
 from gemhsa_sym.derive import BETA, derive
 from gemhsa_sym.free import Dim, Gaussian, dyson_system, linearise, spectral_law
 from gemhsa_sym.free.matrices import dims_of
 from gemhsa_sym.free.series import moment_series
 from gemhsa_sym.model import MU1, SIGMA
+from gemhsa_sym.presets import PRESETS
 
 R = sp.Rational
 n, d, D, m_, dv = Dim("n"), Dim("d"), Dim("D"), Dim("m"), Dim("d_v")

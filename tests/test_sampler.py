@@ -14,9 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.config import Config
 from gemhsa_sym.hermite import hermite_data
 from gemhsa_sym.layer import draw_tokens, draw_weights, layer_output
+from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import DrawTask, SampleResult, run_draws, sample, spectrum
 from gemhsa_sym.scores import get_score
 

@@ -16,7 +16,8 @@ import pytest
 
 from gemhsa_sym import scores
 from gemhsa_sym.cli import main
-from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.config import Config
+from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import DrawTask, SampleResult, check_draws, draw_bytes, head_batch, run_draw, sample, spectrum
 from gemhsa_sym.verification.compare import draw_tasks, two_sample
 

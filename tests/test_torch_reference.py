@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gemhsa_sym.config import PRESETS, Config
+from gemhsa_sym.config import Config
 from gemhsa_sym.layer import Weights, draw_tokens, draw_weights, layer_output
+from gemhsa_sym.presets import PRESETS
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.config import Config, load_config
+from gemhsa_sym.config import Config
 from gemhsa_sym.executors import SCHEDULER_TIMEOUT
 from gemhsa_sym.files import check_folder, check_writable
 from gemhsa_sym.free.results import MAX_DPS
+from gemhsa_sym.presets import load_config
 from gemhsa_sym.sampler import BACKENDS, DEVICES, check_backend
 from gemhsa_sym.verification.plots import check_plot
 

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from gemhsa_sym.config import PRESETS
 from gemhsa_sym.executors import Task, local_workers, run_tasks
 from gemhsa_sym.parse import parse_number
+from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import check_draws, torch_draws
 
 from .compare import Comparison, compare, draw_tasks, two_sample
