@@ -66,13 +66,30 @@ def _check(status: int, err: str, seconds: float, folder: Path, output: str) -> 
         assert files == ([output] if output else []), files
 
 
+def _uninterrupted(argv: list[str], cwd: Path) -> float:
+    """Seconds that ``gemhsa-sym argv`` takes when nobody interrupts it (it must succeed)."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "gemhsa_sym.cli", *argv], cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return time.perf_counter() - start
+
+
+#: Interrupt times as fractions of an uninterrupted run: from the imports to the writing of the
+#: output, and once after it (so that the test does not depend on how fast this machine is).
+FRACTIONS = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 1.3)
+
+
 def test_sample_with_a_pool_stops_cleanly(tmp_path: Path) -> None:
+    def argv(folder: Path) -> list[str]:
+        return ["sample", "mha", "--n", "800", "--draws", "6", "--jobs", "2", "--quiet", "--out", str(folder / "s.npz")]
+
+    whole = _uninterrupted(argv(tmp_path), tmp_path)
+    assert SampleResult.load_npz(tmp_path / "s.npz").eigenvalues.shape == (6, 800)
     interrupted = 0
-    for k, delay in enumerate((0.2, 1.0, 1.6, 2.2, 3.0, 4.5)):
+    for k, fraction in enumerate(FRACTIONS):
         folder = tmp_path / str(k)
         folder.mkdir()
-        argv = ["sample", "mha", "--n", "800", "--draws", "6", "--jobs", "2", "--quiet", "--out", str(folder / "s.npz")]
-        status, err, seconds = _interrupt(argv, delay, folder)
+        status, err, seconds = _interrupt(argv(folder), fraction * whole, folder)
         _check(status, err, seconds, folder, "s.npz")
         if status == 0:
             assert SampleResult.load_npz(folder / "s.npz").eigenvalues.shape == (6, 800)
@@ -83,12 +100,13 @@ def test_sample_with_a_pool_stops_cleanly(tmp_path: Path) -> None:
 def test_verify_with_a_pool_stops_cleanly(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     store_stand_in(cache, PRESETS["single-head"], mp_theory())
+    argv = ["verify", "single-head", "--n", "600", "--draws", "3", "--jobs", "2", "--quiet", "--cache", str(cache), "--json"]
+    whole = _uninterrupted(argv, tmp_path)
     interrupted = 0
-    for k, delay in enumerate((1.0, 2.0, 3.0)):
+    for k, fraction in enumerate(FRACTIONS[1::2]):
         folder = tmp_path / str(k)
         folder.mkdir()
-        argv = ["verify", "single-head", "--n", "600", "--draws", "3", "--jobs", "2", "--quiet", "--cache", str(cache), "--json"]
-        status, err, seconds = _interrupt(argv, delay, folder)
+        status, err, seconds = _interrupt(argv, fraction * whole, folder)
         _check(status, err, seconds, folder, "")
         interrupted += status == 130
     assert interrupted >= 2
