@@ -60,25 +60,35 @@ class LocalPool(ProcessPoolExecutor):
         context = multiprocessing.get_context("fork")
         super().__init__(workers, mp_context=context, initializer=_worker_start, initargs=(threads,))
         self.workers = workers
+        self.processes: tuple[multiprocessing.process.BaseProcess, ...] = ()
         before = set(multiprocessing.active_children())
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            self.submit(_ready).result()  # with fork, the first submit starts every worker
-        finally:
-            self.processes = tuple(set(multiprocessing.active_children()) - before)
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            try:
+                self.submit(_ready).result()  # with fork, the first submit starts every worker
+            finally:
+                self.processes = tuple(set(multiprocessing.active_children()) - before)
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a pending Ctrl-C is raised here
+        except BaseException:  # no caller holds the pool yet: its workers must not outlive it
+            self.abort()
+            raise
 
     def abort(self) -> None:
-        """Cancel what is queued and terminate the workers now (after an interrupt or an error)."""
-        self.shutdown(wait=False, cancel_futures=True)
-        for process in self.processes:
-            if process.is_alive():
-                process.terminate()
-        for process in self.processes:
-            process.join(_JOIN)
-            if process.is_alive():
-                process.kill()
+        """Cancel what is queued and terminate the workers now (after an interrupt or an error);
+        a Ctrl-C that arrives meanwhile waits until every worker is gone."""
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.shutdown(wait=False, cancel_futures=True)
+            for process in self.processes:
+                if process.is_alive():
+                    process.terminate()
+            for process in self.processes:
                 process.join(_JOIN)
+                if process.is_alive():
+                    process.kill()
+                    process.join(_JOIN)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def local_workers(executor: Executor | None) -> int | None:
