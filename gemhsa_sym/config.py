@@ -22,6 +22,7 @@ import tomli_w
 from gemhsa_sym.dimensions import DIMENSIONS, dimension_ratios
 from gemhsa_sym.files import read_toml
 from gemhsa_sym.hermite import NORMALISATIONS
+from gemhsa_sym.model_files import is_model
 from gemhsa_sym.parse import integer_value, real_number
 from gemhsa_sym.rules import KV_MODES, OUTPUT_MODES, OUTPUT_RULES, VALUE_RULES
 from gemhsa_sym.scores import get_score
@@ -362,9 +363,8 @@ class Config:
                 data = tomllib.loads(source)
             except tomllib.TOMLDecodeError as exc:
                 raise ValueError(f"config: not valid TOML: {exc}") from None
-        if "polynomial" in data:
-            raise ValueError("config: this is a polynomial model file, not an attention configuration; "
-                             "its law is derived by `gemhsa-sym derivations` (or derivations.polynomial_law)")
+        if is_model(data):
+            raise ValueError("config: a polynomial model, not an attention configuration; read it with presets.read_input")
         return cls.from_dict(data)
 
     def summary(self) -> str:

@@ -6,15 +6,8 @@ named derivation and, beside it, the generated ``.json`` record
 the moments, edges to 30 digits) and ``.tex`` document
 (:func:`~gemhsa_sym.free.document.document` of that record). A TOML file is either
 an attention configuration (:class:`~gemhsa_sym.config.Config`) or a polynomial
-model of the free-probability engine::
-
-    polynomial = "X*W"
-    [dimensions]
-    n = "1"
-    d = "1/2"
-    [gaussians.X]
-    rows = "n"
-    cols = "d"
+model of the free-probability engine (:mod:`gemhsa_sym.model_files`), told apart
+by :func:`~gemhsa_sym.presets.read_input`.
 
 :func:`check` regenerates every record and compares it with the committed
 files: exact fields must be equal, numbers equal to their stated precision,
@@ -26,25 +19,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sympy as sp
-from sympy.matrices.expressions import MatrixExpr
 
-from .config import Config
-from .derive import derive
-from .files import read_text, read_toml, write_atomic
+from .derive import law_of
+from .files import read_text, write_atomic
 from .free.document import document
-from .free.grammar import parse_polynomial
-from .free.law import SpectralLaw, spectral_law
-from .free.matrices import Dim, Gaussian
+from .free.law import SpectralLaw
 from .free.record import LawRecord, record_from_json
-from .parse import to_number
+from .presets import read_input
 
-__all__ = ["DPS", "Difference", "check", "check_file", "load", "polynomial_law", "polynomial_model", "records", "write"]
+__all__ = ["DPS", "Difference", "check", "check_file", "load", "records", "write"]
 
 #: Digits of the support edges in the records.
 DPS = 30
@@ -68,76 +57,14 @@ class Difference:
         return f"{self.name}: {self.where}: committed {self.committed!r}, regenerated {self.regenerated!r}"
 
 
-#: Fields of a polynomial model file, and of each of its Gaussians.
-MODEL_FIELDS = ("polynomial", "dimensions", "gaussians")
-GAUSSIAN_FIELDS = ("rows", "cols", "scale")
-
-
-def _positive(field: str, value: Any) -> sp.Expr:
-    """A finite positive exact number (a ratio or a scale), read by the grammar of :mod:`.parse`."""
-    number = to_number(value, field)
-    if number.is_finite is not True or number.is_positive is not True:
-        raise ValueError(f"{field}: must be a finite positive number, got {value!r}")
-    return number
-
-
-def polynomial_law(data: Mapping[str, Any]) -> SpectralLaw:
-    """The law of a polynomial model described in TOML (module docstring); ValueError naming the field."""
-    return spectral_law(*polynomial_model(data))
-
-
-def polynomial_model(data: Mapping[str, Any]) -> tuple[MatrixExpr, dict[Dim, sp.Expr]]:
-    """The polynomial Y and the ratios of its dimensions, read from TOML data (module docstring);
-    ValueError naming the field for anything that is not a model."""
-    unknown = sorted(set(data) - set(MODEL_FIELDS))
-    if unknown:
-        raise ValueError(f"{unknown[0]}: unknown field of a polynomial model; known: {', '.join(MODEL_FIELDS)}")
-    missing = [key for key in MODEL_FIELDS if key not in data]
-    if missing:
-        raise ValueError(f"{missing[0]}: missing field of a polynomial model")
-    if not isinstance(data["dimensions"], Mapping) or not data["dimensions"]:
-        raise ValueError("dimensions: expected a table of dimension names and ratios")
-    if not isinstance(data["gaussians"], Mapping) or not data["gaussians"]:
-        raise ValueError("gaussians: expected a table of Gaussian matrices")
-    dims, ratios = {}, {}
-    for name, value in data["dimensions"].items():
-        if not name.isidentifier():
-            raise ValueError(f"dimensions.{name}: a dimension name must be an identifier")
-        dims[name] = Dim(name)
-        ratios[dims[name]] = _positive(f"dimensions.{name}", value)
-    gaussians = {}
-    for name, spec in data["gaussians"].items():
-        where = f"gaussians.{name}"
-        if not name.isidentifier() or name in ("T", "pi", "E"):
-            raise ValueError(f"{where}: a matrix name must be an identifier other than T, pi, E")
-        if not isinstance(spec, Mapping):
-            raise ValueError(f"{where}: expected a table with rows, cols and an optional scale")
-        extra = sorted(set(spec) - set(GAUSSIAN_FIELDS))
-        if extra:
-            raise ValueError(f"{where}.{extra[0]}: unknown field; known: {', '.join(GAUSSIAN_FIELDS)}")
-        for side in ("rows", "cols"):
-            if spec.get(side) not in dims:
-                raise ValueError(f"{where}.{side}: expected one of the dimensions {', '.join(dims)}, got {spec.get(side)!r}")
-        scale = _positive(f"{where}.scale", spec.get("scale", 1))
-        gaussians[name] = Gaussian(name, dims[spec["rows"]], dims[spec["cols"]], scale)
-    return parse_polynomial(data["polynomial"], gaussians), ratios
-
-
 def check_file(path: Path) -> None:
     """Read a library file as :func:`load` does, without solving: ValueError naming the field otherwise."""
-    data = read_toml(path, "config")
-    if "polynomial" in data:
-        polynomial_model(data)
-    else:
-        Config.from_toml(path)
+    read_input(path)
 
 
 def load(path: Path) -> SpectralLaw:
-    """The law of one TOML file: an attention configuration or a polynomial model."""
-    data = read_toml(path, "config")
-    if "polynomial" in data:
-        return polynomial_law(data)
-    return derive(Config.from_toml(path))
+    """The law of one TOML file: an attention configuration or a polynomial model (:func:`~gemhsa_sym.presets.read_input`)."""
+    return law_of(read_input(path))
 
 
 def records(folder: Path, only: Sequence[str] | None = None) -> Iterator[tuple[str, Path]]:

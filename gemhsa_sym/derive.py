@@ -12,8 +12,9 @@ from .free.record import AttentionRecord
 from .free.scale import ScaleError
 from .hermite import HermiteData, hermite_data
 from .model import MU1, SIGMA, gaussian_equivalent
+from .model_files import PolynomialModel
 
-__all__ = ["AttentionLaw", "BETA", "derive"]
+__all__ = ["AttentionLaw", "BETA", "derive", "law_of"]
 
 #: The inverse temperature in symbolic moments.
 BETA = sp.Symbol("beta", real=True)
@@ -67,3 +68,9 @@ def derive(config: Config, heads: int | sp.Symbol | None = None, values: dict | 
     when heads are exchangeable (docs/equations.md §2.5).
     """
     return AttentionLaw(config, heads, values)
+
+
+def law_of(source: Config | PolynomialModel) -> SpectralLaw:
+    """The law of an attention configuration (:func:`derive`) or of a polynomial model
+    (:meth:`~gemhsa_sym.model_files.PolynomialModel.law`; docs/exports.md §5.4)."""
+    return source.law() if isinstance(source, PolynomialModel) else derive(source)

@@ -1,4 +1,5 @@
-"""Named configurations, and a configuration read by name or from a TOML file (docs/model.md §1.4)."""
+"""Named configurations, and a configuration or a polynomial model read by name or from a TOML file
+(docs/model.md §1.4, docs/exports.md §5.4)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from gemhsa_sym.config import Config
+from gemhsa_sym.files import read_toml
+from gemhsa_sym.model_files import PolynomialModel, is_model
 
-__all__ = ["PRESETS", "load_config"]
+__all__ = ["PRESETS", "load_config", "load_input", "read_input"]
 
 
 def _presets() -> dict[str, Config]:
@@ -36,13 +39,29 @@ def _presets() -> dict[str, Config]:
 PRESETS: dict[str, Config] = _presets()
 
 
-def load_config(spec: str | Path) -> Config:
-    """A preset by name, or the configuration in a TOML file."""
+def read_input(path: str | Path) -> Config | PolynomialModel:
+    """The attention configuration or the polynomial model (named after the file) in a TOML file: a model
+    when the file has a top-level ``polynomial`` key (:func:`~gemhsa_sym.model_files.is_model`)."""
+    data = read_toml(path, "config")
+    return PolynomialModel(data, Path(path).stem) if is_model(data) else Config.from_dict(data)
+
+
+def load_input(spec: str | Path) -> Config | PolynomialModel:
+    """A preset by name, or the configuration or polynomial model in a TOML file (:func:`read_input`)."""
     if str(spec) in PRESETS:
         return PRESETS[str(spec)]
     path = Path(spec)
     if path.is_file():
-        return Config.from_toml(path)
+        return read_input(path)
     raise ValueError(
         f"config: {str(spec)!r} is neither a preset ({', '.join(PRESETS)}) nor a TOML file"
     )
+
+
+def load_config(spec: str | Path) -> Config:
+    """A preset by name, or the configuration in a TOML file; a polynomial model file is refused."""
+    config = load_input(spec)
+    if isinstance(config, PolynomialModel):
+        raise ValueError(f"config: {spec} is a polynomial model file, not an attention configuration; "
+                         "`gemhsa-sym derive`, `verify` and `sweep` take it")
+    return config

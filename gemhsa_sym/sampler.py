@@ -4,9 +4,10 @@ One configuration, one set of draws, two readings (docs/verification.md §4.1) o
 :class:`~gemhsa_sym.layer.AttentionLayer`: ``model="softmax"`` is the real layer of
 docs/model.md §1.1 (with the configured score and normalisation); ``model="ge"`` is its
 Gaussian-equivalent polynomial realised on the same tokens and weights (docs/model.md §1.8).
-The output of a draw is the spectrum of Y_c^T Y_c / n. Draws are independent children of one
-``numpy.random.SeedSequence``, so results do not depend on how they are run. The layer and the
-spectrum are computed by numpy, or by torch on the cpu or a cuda device from the same inputs
+The output of a draw is the spectrum of Y_c^T Y_c / n. A polynomial model file is drawn by its own
+sampler instead (:class:`PolynomialDraw`, the eigenvalues of Y^T Y; docs/exports.md §5.4). Draws are
+independent children of one ``numpy.random.SeedSequence``, so results do not depend on how they are
+run. The layer and the spectrum are computed by numpy, or by torch on the cpu or a cuda device from the same inputs
 (``backend="torch"``, :mod:`gemhsa_sym.torch_backend`, docs/verification.md §4.8).
 """
 
@@ -29,6 +30,7 @@ from gemhsa_sym.config import Config
 from gemhsa_sym.executors import local_workers, open_executor
 from gemhsa_sym.files import write_atomic_with
 from gemhsa_sym.layer import MODELS, ge_coefficients, layer_of
+from gemhsa_sym.model_files import PolynomialModel
 from gemhsa_sym.resources import check_memory
 from gemhsa_sym.rules import VALUE_RULES
 
@@ -40,6 +42,8 @@ __all__ = [
     "DRAW_THREADS",
     "HEAD_BATCH_BYTES",
     "DrawTask",
+    "PolynomialDraw",
+    "draw_sets",
     "head_batch",
     "draw_bytes",
     "check_backend",
@@ -90,6 +94,28 @@ class DrawTask:
     device: str = "cpu"
 
 
+@dataclass(frozen=True)
+class PolynomialDraw:
+    """One independent draw of a polynomial model's own sampler at sizes ratio * n, with its own seed and
+    its BLAS threads (numpy on the cpu)."""
+
+    model: PolynomialModel
+    n: int
+    seed: np.random.SeedSequence
+    threads: int = DRAW_THREADS
+
+
+def draw_sets(source: Config | PolynomialModel, n: int, seeds: Sequence[np.random.SeedSequence], backend: str = "numpy",
+              device: str = "cpu") -> dict[str, list[DrawTask] | list[PolynomialDraw]]:
+    """The draws of every reading of ``source`` from ``seeds``: the ``softmax`` layer and its Gaussian equivalent
+    ``ge`` of a configuration, or the ``polynomial`` model's own sampler (which refuses another backend or device)."""
+    if isinstance(source, Config):
+        return {model: [DrawTask(source, n, model, seed, backend=backend, device=device) for seed in seeds] for model in MODELS}
+    if (backend, device) != ("numpy", "cpu"):
+        raise ValueError(f"backend: a polynomial model is drawn by its own sampler, numpy on the cpu; got {backend} on {device}")
+    return {"polynomial": [PolynomialDraw(source, n, seed) for seed in seeds]}
+
+
 def _torch_backend() -> ModuleType:
     """:mod:`gemhsa_sym.torch_backend`, imported on first use; NotImplementedError where torch is missing."""
     try:
@@ -118,13 +144,17 @@ def head_batch(n: int, heads: int) -> int:
     return max(1, min(heads, HEAD_BATCH_BYTES // (16 * n * n)))
 
 
-def run_draw(task: DrawTask) -> np.ndarray:
-    """Spectrum of one draw; tokens, weights, then the model's noise, from ``task.seed``.
+def run_draw(task: DrawTask | PolynomialDraw) -> np.ndarray:
+    """Spectrum of one draw; tokens, weights, then the model's noise, from ``task.seed`` (a polynomial
+    model's Gaussians in the order of :func:`~gemhsa_sym.free.sampling.sample_polynomial`).
 
     BLAS (and torch on the cpu) runs on ``task.threads`` threads whatever the executor: sums
     split over another number of threads round differently, and the figures must not depend
     on the executor. The torch backend takes the same tokens, weights and noise, drawn by numpy.
     """
+    if isinstance(task, PolynomialDraw):
+        with threadpool_limits(task.threads, user_api="blas"):
+            return task.model.draw(task.n, task.seed)
     rng = np.random.default_rng(task.seed)
     sizes = task.config.sizes(task.n)
     layer = layer_of(task.config)
@@ -180,14 +210,17 @@ def check_backend(backend: str, device: str, workers: int | None = 1) -> None:
         raise ValueError(f"jobs: draws on the cuda device run in this process, one at a time; use 1 job, not {workers}")
 
 
-def check_draws(tasks: Sequence[DrawTask], workers: int | None) -> None:
+def check_draws(tasks: Sequence[DrawTask | PolynomialDraw], workers: int | None) -> None:
     """Before any work: the draws can be made (sizes, the Gaussian equivalent's coefficients, backend and
     device: :func:`check_backend`) and the largest of them, ``workers`` at once, fits in the available
     memory: this machine's, or for cuda the device's free memory (``workers`` None: they run elsewhere)."""
-    for backend, device in sorted({(task.backend, task.device) for task in tasks}):
+    for backend, device in sorted({(task.backend, task.device) for task in tasks if isinstance(task, DrawTask)}):
         check_backend(backend, device, workers)
     biggest: dict[str, int] = {}
     for task in tasks:
+        if isinstance(task, PolynomialDraw):
+            biggest["cpu"] = max(biggest.get("cpu", 0), task.model.draw_bytes(task.n))
+            continue
         if task.backend == "torch" and not torch_draws(task.config):
             raise NotImplementedError("backend: the torch backend draws the centred output of a layer with Gaussian tokens "
                                       "and without residual stream; use the numpy backend")

@@ -17,11 +17,12 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.derivations import check, load, polynomial_law
+from gemhsa_sym.derivations import check, load
 from gemhsa_sym.free import Dim, Gaussian, spectral_law
 from gemhsa_sym.free.document import document
 from gemhsa_sym.free.latex import broken_sum, packed, printed_width, terms_of
 from gemhsa_sym.free.record import LawRecord, record_from_json
+from gemhsa_sym.model_files import polynomial_law
 
 LIBRARY = Path(__file__).resolve().parent.parent / "derivations"
 #: Derivations cheap enough for the default run; the whole library is checked in the slow run.

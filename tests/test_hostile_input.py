@@ -29,12 +29,12 @@ import sympy as sp
 
 from gemhsa_sym.cli import main
 from gemhsa_sym.config import Config
-from gemhsa_sym.derivations import polynomial_law
 from gemhsa_sym.derive import derive
 from gemhsa_sym.executors import open_executor
 from gemhsa_sym.files import read_toml, write_atomic, write_atomic_with
 from gemhsa_sym.free import Dim, Gaussian, spectral_law
 from gemhsa_sym.free.grammar import parse_polynomial
+from gemhsa_sym.model_files import polynomial_law
 from gemhsa_sym.parse import parse_number
 from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import sample
@@ -113,8 +113,22 @@ CASES: dict[str, Case] = {
                         files=(("c.toml", b"\xff\xfe\x00binary"),)),
     "unknown field": Case(("derive", "{dir}/c.toml"), 2, "gemhsa-sym: error: colour: unknown configuration field",
                           files=(("c.toml", _config(colour="red")),)),
-    "model as config": Case(("derive", "{dir}/m.toml"), 2, "gemhsa-sym: error: config: this is a polynomial model file",
+    "model as config": Case(("sample", "{dir}/m.toml"), 2, "gemhsa-sym: error: config: {dir}/m.toml is a polynomial model file",
                             files=(("m.toml", _model("X")),)),
+    "model injection": Case(("derive", "{dir}/m.toml"), 2, "gemhsa-sym: error: polynomial: cannot read",
+                            files=(("m.toml", _model("X * __import__('os').system('touch pwned')")),)),
+    "model heads": Case(("derive", "{dir}/m.toml", "--heads", "2"), 2, "gemhsa-sym: error: --heads: only for an attention",
+                        files=(("m.toml", _model("X")),)),
+    "model beta": Case(("verify", "{dir}/m.toml", "--beta", "2"), 2, "gemhsa-sym: error: --beta: only for an attention",
+                       files=(("m.toml", _model("X")),)),
+    "model backend": Case(("sweep", "{dir}/m.toml", "--vary", "dimensions.d=1,2", "--backend", "torch"), 2,
+                          "gemhsa-sym: error: --backend: only for an attention", files=(("m.toml", _model("X")),)),
+    "model vary heads": Case(("sweep", "{dir}/m.toml", "--vary", "heads=1,2"), 2,
+                             "gemhsa-sym: error: heads: not a field of this polynomial model", files=(("m.toml", _model("X")),)),
+    "model set scale": Case(("derive", "{dir}/m.toml", "--set", "gaussians.X.scale=__import__('os')"), 2,
+                            "gemhsa-sym: error: gaussians.X.scale: ", files=(("m.toml", _model("X")),)),
+    "model sizes": Case(("verify", "{dir}/m.toml", "--n", "201"), 2, "gemhsa-sym: error: n: ratio * n must be a positive integer",
+                        files=(("m.toml", _model("X")),)),
     "share_k string group": Case(("sample", "{dir}/c.toml", "--n", "16"), 2, "gemhsa-sym: error: share_k: each head group must be a list",
                                  files=(("c.toml", _config(heads=4, d_k="1/4", share_k=["0123"])),)),
     "share_k leading zero": Case(("sample", "mha", "--n", "16", "--set", 'share_k=[["0123"]]'), 2, "gemhsa-sym: error: share_k: expected an integer"),

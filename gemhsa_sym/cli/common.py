@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,14 +18,15 @@ from gemhsa_sym.config import Config
 from gemhsa_sym.executors import SCHEDULER_TIMEOUT
 from gemhsa_sym.files import check_folder, check_writable
 from gemhsa_sym.free.results import MAX_DPS
-from gemhsa_sym.presets import load_config
+from gemhsa_sym.model_files import PolynomialModel
+from gemhsa_sym.presets import load_config, load_input
 from gemhsa_sym.sampler import BACKENDS, DEVICES, check_backend
 from gemhsa_sym.verification.plots import check_plot
 
 __all__ = [
     "MAX_DRAWS", "MAX_GRID", "MAX_JOBS", "MAX_SEED", "add_backend_arguments", "add_config_arguments",
     "add_execution_arguments", "check_backend_arguments", "check_outputs", "choice", "config_from_args", "digits",
-    "finite", "grid", "int_list", "integer", "overrides", "seconds",
+    "finite", "grid", "input_from_args", "int_list", "integer", "overrides", "seconds",
 ]
 
 #: Most draws per sample set, worker processes, grid points; largest seed.
@@ -131,13 +132,18 @@ def overrides(args: argparse.Namespace) -> dict[str, str]:
     return changes
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """CONFIG, ``--beta`` and ``--set``."""
-    parser.add_argument("config", metavar="CONFIG", help="preset name (see `gemhsa-sym presets`) or TOML file")
+def add_config_arguments(parser: argparse.ArgumentParser, models: bool = False) -> None:
+    """CONFIG, ``--beta`` and ``--set``; with ``models``, CONFIG may be a polynomial model file (docs/exports.md §5.4)."""
+    if models:
+        parser.add_argument("config", metavar="CONFIG", help="preset name (see `gemhsa-sym presets`), configuration TOML "
+                            "file, or polynomial model TOML file (a top-level polynomial = \"...\", e.g. derivations/wishart-product.toml)")
+    else:
+        parser.add_argument("config", metavar="CONFIG", help="preset name (see `gemhsa-sym presets`) or TOML file")
     parser.add_argument("--beta", help="inverse temperature, overriding the config's (e.g. 1.5 or 3/2)")
     parser.add_argument(
         "--set", metavar="FIELD=VALUE", action="append", default=[],
-        help="override a configuration field, e.g. --set heads=8 --set share_k=all (repeatable)",
+        help="override a configuration field, e.g. --set heads=8 --set share_k=all (repeatable)"
+             + ("; of a polynomial model a ratio or a scale, e.g. --set dimensions.N2=3 --set gaussians.X1.scale=1/2" if models else ""),
     )
 
 
@@ -146,6 +152,19 @@ def config_from_args(args: argparse.Namespace) -> Config:
     config = load_config(args.config)
     changes = overrides(args)
     return config.replace(**changes) if changes else config
+
+
+def input_from_args(args: argparse.Namespace, attention_only: Mapping[str, bool]) -> Config | PolynomialModel:
+    """The configuration or polynomial model named by CONFIG (:func:`~gemhsa_sym.presets.load_input`) with the
+    ``--set``/``--beta`` changes applied. For a model, ValueError naming the first option of ``attention_only``
+    (option -> whether it was given), or ``--beta``, that was given (docs/exports.md §5.4)."""
+    source = load_input(args.config)
+    if isinstance(source, PolynomialModel):
+        given = [option for option, used in {"--beta": args.beta is not None, **attention_only}.items() if used]
+        if given:
+            raise ValueError(f"{given[0]}: only for an attention configuration; {args.config} is a polynomial model")
+    changes = overrides(args)
+    return source.replace(**changes) if changes else source
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,9 +6,9 @@ import argparse
 import json
 import time
 
-from gemhsa_sym.cli.common import add_config_arguments, check_outputs, config_from_args, digits, grid, integer, seconds
-from gemhsa_sym.config import MAX_HEADS
-from gemhsa_sym.derive import derive
+from gemhsa_sym.cli.common import add_config_arguments, check_outputs, digits, grid, input_from_args, integer, seconds
+from gemhsa_sym.config import MAX_HEADS, Config
+from gemhsa_sym.derive import AttentionLaw, law_of
 from gemhsa_sym.files import write_atomic
 from gemhsa_sym.free.document import document
 from gemhsa_sym.free.results import MAX_DPS
@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``derive`` sub-command."""
     parser = subparsers.add_parser(
         "derive",
-        help="Gaussian-equivalent model, Dyson equations and limiting law of a configuration",
+        help="Gaussian-equivalent model, Dyson equations and limiting law of a configuration or a polynomial model file",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
             "Derive the limiting law of the eigenvalues of Y_c^T Y_c / n for CONFIG:\n"
@@ -26,10 +26,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "the Gaussian-equivalent polynomial, its reduced matrix Dyson system, and the\n"
             "solution: the algebraic equation P(m, w) = 0 of the Stieltjes transform where\n"
             "elimination finishes, the first three moments (exact, and symbolic in beta),\n"
-            "support edges and atoms, and with --grid the density."
+            "support edges and atoms, and with --grid the density.\n"
+            "CONFIG may also be a polynomial model file (polynomial = \"...\" over declared Gaussian\n"
+            "matrices, as in derivations/wishart-product.toml): the same for the law of Y^T Y of its\n"
+            "polynomial, without coefficients; --set changes its ratios and scales\n"
+            "(dimensions.NAME=R, gaussians.NAME.scale=S), and --heads and --beta are refused."
         ),
     )
-    add_config_arguments(parser)
+    add_config_arguments(parser, models=True)
     parser.add_argument("--heads", type=integer("heads", 1, MAX_HEADS),
                         help="number of heads, overriding the config's (d_k and d_v follow H d_k = d when the config has it)")
     parser.add_argument("--grid", metavar="A:B:K", type=grid, help="density table on K points from A to B")
@@ -44,12 +48,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Derive, solve and report."""
     check_outputs(files=[("latex", args.latex)])
-    config = config_from_args(args)
-    if args.heads is not None:
+    config = input_from_args(args, {"--heads": args.heads is not None})
+    if isinstance(config, Config) and args.heads is not None:
         config = config.with_heads(args.heads)
     points = args.grid
     start = time.perf_counter()
-    law = derive(config)
+    law = law_of(config)
     derived = time.perf_counter() - start
     record = law.record(args.dps, time_limit=args.time_limit)
     report = record.to_json()
@@ -62,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    c = law.coefficients
     print(f"configuration: {config.name or args.config}")
-    print(f"coefficients: mu_1 = {c.mu1}, sigma^2 = {c.sigma2}")
+    if isinstance(law, AttentionLaw):
+        print(f"coefficients: mu_1 = {law.coefficients.mu1}, sigma^2 = {law.coefficients.sigma2}")
     print(f"model: Y = {law.model}")
     print(f"reduced Dyson system:\n{law.system}")
     if report["polynomial"] is not None:

@@ -13,7 +13,7 @@ from gemhsa_sym.cli.common import (
     add_execution_arguments,
     check_backend_arguments,
     check_outputs,
-    config_from_args,
+    input_from_args,
     integer,
 )
 from gemhsa_sym.executors import open_executor, show_progress
@@ -30,13 +30,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "For every point of the grid of --vary values (their product when repeated): the law's\n"
             "first four moments and top edge, and Monte Carlo means with standard errors over\n"
             "draws of the softmax layer and its Gaussian equivalent (largest eigenvalue for the edge).\n"
+            "A FIELD is a key of the configuration's TOML. For a polynomial model file it is the dotted\n"
+            "TOML path of a dimension's ratio or a Gaussian's scale (dimensions.N2=1:4:4,\n"
+            "gaussians.X1.scale=1/4,1/2,1), and the Monte Carlo points are its own sampler's draws\n"
+            "(sizes ratio * n); --beta, --backend torch and --device cuda are refused.\n"
             "Point i draws from child i of SeedSequence(seed): results do not depend on --jobs."
         ),
     )
-    add_config_arguments(parser)
+    add_config_arguments(parser, models=True)
     parser.add_argument("--vary", action="append", type=_vary, required=True, metavar="FIELD=A:B:K|V1,V2,...",
-                        help="a parameter and its values, e.g. beta=0.25:1.5:6 or heads=1,2,4,8 (repeatable)")
-    parser.add_argument("--n", type=integer("n", 2, 10**6), default=1000, help="token count of the Monte Carlo points (default 1000)")
+                        help="a parameter and its values, e.g. beta=0.25:1.5:6 or heads=1,2,4,8; of a polynomial model "
+                             "dimensions.NAME=... or gaussians.NAME.scale=... (repeatable)")
+    parser.add_argument("--n", type=integer("n", 2, 10**6), default=1000,
+                        help="token count of the Monte Carlo points; for a polynomial model, the n of its sizes ratio * n (default 1000)")
     parser.add_argument("--draws", type=integer("draws", 1, MAX_DRAWS), default=2, help="draws per point and model (default 2)")
     parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
     parser.add_argument("--no-mc", action="store_true", help="theory only")
@@ -69,7 +75,7 @@ def _table(result: SweepResult) -> str:
             if point.theory is not None:
                 cells.append(f"theory {point.theory_value(key):<12.6g}")
             if point.mc is not None:
-                for model in ("softmax", "ge"):
+                for model in point.mc:
                     mean, se = point.mc_value(model, key)
                     cells.append(f"{model} {mean:.6g} ± {'n/a' if se is None else f'{se:.2g}'}")
             lines.append("  ".join(cells))
@@ -79,8 +85,8 @@ def _table(result: SweepResult) -> str:
 def run(args: argparse.Namespace) -> int:
     """Sweep, then print the table or JSON and optionally plot."""
     check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
+    config = input_from_args(args, {"--backend": args.backend != "numpy", "--device": args.device != "cpu"})
     check_backend_arguments(args, None if args.scheduler else args.jobs)
-    config = config_from_args(args)
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = sweep(config, args.vary, n=None if args.no_mc else args.n, draws=args.draws, seed=args.seed,
                        theory=not args.no_theory, executor=executor, progress=show_progress(args.quiet),

@@ -13,8 +13,8 @@ from gemhsa_sym.cli.common import (
     add_execution_arguments,
     check_backend_arguments,
     check_outputs,
-    config_from_args,
     finite,
+    input_from_args,
     int_list,
     integer,
 )
@@ -36,11 +36,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "support edges against the extreme bulk eigenvalues; outliers beyond the support\n"
             "(counted, never dropped); atoms against the numerically zero eigenvalues.\n"
             "With several --n (e.g. 500,1000,2000) it also fits the KS distances against n.\n"
+            "A polynomial model file (polynomial = \"...\", e.g. derivations/marchenko-pastur.toml) is\n"
+            "drawn by its own sampler instead: the eigenvalues of Y^T Y at sizes ratio * n with entries\n"
+            "N(0, scale / n), one sample set (MC) and an independent one for the floor; --beta,\n"
+            "--backend torch and --device cuda are refused.\n"
             "The exit status is 0 whatever the figures say."
         ),
     )
-    add_config_arguments(parser)
-    parser.add_argument("--n", type=int_list("n"), default=[2000], metavar="N[,N...]", help="token counts (default 2000)")
+    add_config_arguments(parser, models=True)
+    parser.add_argument("--n", type=int_list("n"), default=[2000], metavar="N[,N...]",
+                        help="token counts; for a polynomial model, the n of its sizes ratio * n (default 2000)")
     parser.add_argument("--draws", type=integer("draws", 1, MAX_DRAWS), default=3, help="independent draws per sample set (default 3)")
     parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
     parser.add_argument("--edge-tol", type=finite("edge_tol", 0.0, 10.0), default=0.05,
@@ -56,8 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Verify, then print the table or JSON and optionally plot."""
     check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
+    config = input_from_args(args, {"--backend": args.backend != "numpy", "--device": args.device != "cpu"})
     check_backend_arguments(args, None if args.scheduler else args.jobs)
-    config = config_from_args(args)
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = verify(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
                         progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache,

@@ -17,7 +17,7 @@ from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 from .matrices import Dim, Gaussian, gaussians_of, without_powers
 from .scale import to_float
 
-__all__ = ["evaluate", "realise", "sample_polynomial", "sizes_at"]
+__all__ = ["draw_polynomial", "evaluate", "realise", "sample_polynomial", "sizes_at"]
 
 
 def sizes_at(ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any], N: int) -> dict[str, int]:
@@ -58,17 +58,20 @@ def evaluate(expr: MatrixExpr, real: Mapping[Gaussian, np.ndarray], sizes: Mappi
     raise NotImplementedError(f"cannot evaluate {expr}")
 
 
+def draw_polynomial(polynomial: MatrixExpr, sizes: Mapping[str, int], values: Mapping[sp.Symbol, Any], N: int,
+                    seed: np.random.SeedSequence) -> np.ndarray:
+    """Eigenvalues of Y^T Y (zeros included, ascending) for one realisation at ``sizes`` (:func:`sizes_at`)
+    drawn from ``seed``."""
+    Y = evaluate(polynomial, realise(gaussians_of(polynomial), sizes, values, N, np.random.default_rng(seed)), sizes, values)
+    q = Y.shape[1]
+    gram = Y.T @ Y if Y.shape[0] >= q else Y @ Y.T
+    ev = np.linalg.eigvalsh(gram)
+    return np.sort(np.concatenate([np.zeros(q - ev.size), ev]))
+
+
 def sample_polynomial(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any], N: int,
                       seed: int = 0, draws: int = 1) -> np.ndarray:
     """Eigenvalues of Y^T Y (zeros included) for ``draws`` realisations at sizes ratio * N, one row per
     draw; draw i from child i of ``SeedSequence(seed)``."""
     sizes = sizes_at(ratios, values, N)
-    gaussians = gaussians_of(polynomial)
-    out = []
-    for child in np.random.SeedSequence(seed).spawn(draws):
-        Y = evaluate(polynomial, realise(gaussians, sizes, values, N, np.random.default_rng(child)), sizes, values)
-        q = Y.shape[1]
-        gram = Y.T @ Y if Y.shape[0] >= q else Y @ Y.T
-        ev = np.linalg.eigvalsh(gram)
-        out.append(np.sort(np.concatenate([np.zeros(q - ev.size), ev])))
-    return np.array(out)
+    return np.array([draw_polynomial(polynomial, sizes, values, N, child) for child in np.random.SeedSequence(seed).spawn(draws)])

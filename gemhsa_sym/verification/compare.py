@@ -21,6 +21,10 @@ floor. :func:`compare` then measures, for each n:
   at 0 these are set to 0 before the distribution distances (the atom shows up
   as round-off); otherwise they are true eigenvalues of a law whose density
   diverges at 0 and are left as they are.
+
+A polynomial model file (docs/exports.md §5.4) has one reading, its own sampler
+(``polynomial``, the eigenvalues of Y^T Y at sizes ratio * n), and its floor is an
+independent set of it; there is no softmax-GE distance (``softmax_ge`` is None).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from scipy import stats
 
 from gemhsa_sym.config import Config
 from gemhsa_sym.executors import Task, local_workers, run_tasks
-from gemhsa_sym.sampler import DrawTask, check_draws, run_draw
+from gemhsa_sym.model_files import PolynomialModel
+from gemhsa_sym.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets, run_draw
 
 from .theory import Theory, theory_task
 
@@ -45,31 +50,23 @@ __all__ = ["FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "clean", "c
 FLOOR_STREAM = 1
 #: Eigenvalues below this times the largest one are numerically zero (round-off of eigvalsh is ~1e-14).
 ZERO_TOL = 1e-11
-#: Sample sets of one n: the softmax layer, its GE with the same draws, an independent GE set.
-SETS: tuple[str, ...] = ("softmax", "ge", "floor")
 
 
-def _timed_draw(task: DrawTask) -> tuple[np.ndarray, float]:
+def _timed_draw(task: DrawTask | PolynomialDraw) -> tuple[np.ndarray, float]:
     """The spectrum of one draw and the seconds it took."""
     start = time.perf_counter()
     return run_draw(task), time.perf_counter() - start
 
 
-def draw_tasks(config: Config, n: int, draws: int, seed: int, backend: str = "numpy",
+def draw_tasks(config: Config | PolynomialModel, n: int, draws: int, seed: int, backend: str = "numpy",
                device: str = "cpu") -> dict[str, list[Task]]:
-    """The draw tasks of the three sample sets (module docstring), each with its own seed, computed by
-    ``backend`` on ``device`` (docs/verification.md §4.8)."""
-    same = np.random.SeedSequence(seed).spawn(draws)
-    other = np.random.SeedSequence([seed, FLOOR_STREAM]).spawn(draws)
-
-    def task(model: str, child: np.random.SeedSequence) -> Task:
-        return _timed_draw, (DrawTask(config, n, model, child, backend=backend, device=device),)
-
-    return {
-        "softmax": [task("softmax", child) for child in same],
-        "ge": [task("ge", child) for child in same],
-        "floor": [task("ge", child) for child in other],
-    }
+    """The draw tasks of the sample sets (module docstring), each with its own seed, computed by
+    ``backend`` on ``device`` (docs/verification.md §4.8): every reading of ``config``
+    (:func:`~gemhsa_sym.sampler.draw_sets`), then ``floor``, an independent set of the last one."""
+    same = draw_sets(config, n, np.random.SeedSequence(seed).spawn(draws), backend, device)
+    other = draw_sets(config, n, np.random.SeedSequence([seed, FLOOR_STREAM]).spawn(draws), backend, device)
+    sets: dict[str, list[DrawTask] | list[PolynomialDraw]] = {**same, "floor": list(other.values())[-1]}
+    return {name: [(_timed_draw, (task,)) for task in group] for name, group in sets.items()}
 
 
 def clean(eigenvalues: np.ndarray, snap: bool = True) -> np.ndarray:
@@ -196,13 +193,18 @@ class Comparison:
     ks: dict[str, float]
     w1: dict[str, float]
     floor: dict[str, float]
-    softmax_ge: dict[str, float]
+    softmax_ge: dict[str, float] | None
     moments: dict[str, list[dict[str, Any]]]
     edges: dict[str, list[dict[str, Any]]]
     outliers: dict[str, dict[str, Any]]
     atoms: dict[str, dict[str, Any]]
     timing: dict[str, float]
     samples: dict[str, np.ndarray] = field(repr=False, compare=False)
+
+    @property
+    def readings(self) -> tuple[str, ...]:
+        """The sample sets compared with the theory: ``softmax`` and ``ge``, or ``polynomial``."""
+        return tuple(key.removeprefix("theory_") for key in self.ks)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The figures as JSON types (the eigenvalues themselves left out)."""
@@ -211,20 +213,22 @@ class Comparison:
 
 def compare(theory: Theory, samples: dict[str, np.ndarray], n: int, edge_tol: float = 0.05,
             timing: dict[str, float] | None = None) -> Comparison:
-    """Theory against the sample sets ``softmax``, ``ge``, ``floor`` (each draws x d_out) at token count ``n``."""
-    draws, d_out = samples["softmax"].shape
+    """Theory against the sample sets (each draws x q) at token count ``n``: the readings (``softmax`` and ``ge``,
+    or ``polynomial``) and ``floor``, an independent set of the last reading."""
+    names = [name for name in samples if name != "floor"]
+    draws, d_out = samples[names[0]].shape
     snap = _snaps(theory)
     pooled = {name: clean(values, snap) for name, values in samples.items()}
     return Comparison(
         n=n, draws=draws,
-        ks={f"theory_{name}": empirical_ks(theory, pooled[name]) for name in ("softmax", "ge")},
-        w1={f"theory_{name}": empirical_w1(theory, pooled[name]) for name in ("softmax", "ge")},
-        floor=two_sample(pooled["ge"], pooled["floor"], snap) | {"ks_theory_floor": empirical_ks(theory, pooled["floor"])},
-        softmax_ge=two_sample(pooled["softmax"], pooled["ge"], snap),
-        moments={name: _moments(theory, samples[name]) for name in ("softmax", "ge")},
-        edges={name: _edges(theory, pooled[name], d_out, edge_tol) for name in ("softmax", "ge")},
-        outliers={name: _outliers(theory, samples[name], edge_tol) for name in ("softmax", "ge")},
-        atoms={name: _atoms(theory, samples[name]) for name in ("softmax", "ge")},
+        ks={f"theory_{name}": empirical_ks(theory, pooled[name]) for name in names},
+        w1={f"theory_{name}": empirical_w1(theory, pooled[name]) for name in names},
+        floor=two_sample(pooled[names[-1]], pooled["floor"], snap) | {"ks_theory_floor": empirical_ks(theory, pooled["floor"])},
+        softmax_ge=two_sample(pooled["softmax"], pooled["ge"], snap) if "softmax" in pooled else None,
+        moments={name: _moments(theory, samples[name]) for name in names},
+        edges={name: _edges(theory, pooled[name], d_out, edge_tol) for name in names},
+        outliers={name: _outliers(theory, samples[name], edge_tol) for name in names},
+        atoms={name: _atoms(theory, samples[name]) for name in names},
         timing=dict(timing or {}),
         samples=samples,
     )
@@ -234,7 +238,7 @@ def compare(theory: Theory, samples: dict[str, np.ndarray], n: int, edge_tol: fl
 class VerifyResult:
     """The law's summary and one :class:`Comparison` per token count, in increasing n."""
 
-    config: Config
+    config: Config | PolynomialModel
     seed: int
     theory: Theory
     comparisons: list[Comparison]
@@ -246,13 +250,12 @@ class VerifyResult:
             return None
         n = np.array([c.n for c in self.comparisons], dtype=float)
         rows: dict[str, Any] = {"n": n.astype(int).tolist()}
-        series = {
-            "ks_theory_softmax": [c.ks["theory_softmax"] for c in self.comparisons],
-            "ks_theory_ge": [c.ks["theory_ge"] for c in self.comparisons],
-            "ks_softmax_ge": [c.softmax_ge["ks"] for c in self.comparisons],
-            "ks_floor": [c.floor["ks"] for c in self.comparisons],
-            "outliers_softmax": [c.outliers["softmax"]["count"] for c in self.comparisons],
-        }
+        names = self.comparisons[0].readings
+        series = {f"ks_theory_{name}": [c.ks[f"theory_{name}"] for c in self.comparisons] for name in names}
+        if self.comparisons[0].softmax_ge is not None:
+            series["ks_softmax_ge"] = [c.softmax_ge["ks"] for c in self.comparisons if c.softmax_ge is not None]
+        series["ks_floor"] = [c.floor["ks"] for c in self.comparisons]
+        series[f"outliers_{names[0]}"] = [c.outliers[names[0]]["count"] for c in self.comparisons]
         for key, values in series.items():
             rows[key] = values
             if key.startswith("ks") and min(values) > 0:
@@ -274,10 +277,11 @@ class VerifyResult:
         }
 
 
-def verify(config: Config, n: list[int], draws: int = 3, seed: int = 0, executor: Any = None,
+def verify(config: Config | PolynomialModel, n: list[int], draws: int = 3, seed: int = 0, executor: Any = None,
            progress: bool = False, edge_tol: float = 0.05, cache: str | None = None, theory: Theory | None = None,
            backend: str = "numpy", device: str = "cpu") -> VerifyResult:
-    """Derive the law of ``config`` and compare it with seeded samples at every token count in ``n``.
+    """Derive the law of ``config`` (a configuration or a polynomial model) and compare it with seeded samples at
+    every token count in ``n`` (for a model, the n of its sizes ratio * n).
 
     The law's summary (unless given as ``theory``) and all draws are tasks on
     ``executor`` (None: this process); the result does not depend on it. The draws are
@@ -317,50 +321,69 @@ def _fmt(value: float | None, spec: str = ".4g") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
+#: Column labels of the readings in the report.
+LABELS = {"softmax": "softmax", "ge": "GE", "polynomial": "MC"}
+
+
+def _scaling_header(key: str) -> str:
+    """The column of a series of :meth:`VerifyResult.scaling`."""
+    if key.startswith("ks_theory_"):
+        return f"KS th-{LABELS[key.removeprefix('ks_theory_')]}"
+    return {"ks_softmax_ge": "KS softmax-GE", "ks_floor": "floor"}.get(key, "outliers")
+
+
 def format_report(result: VerifyResult) -> str:
     """The comparison as a plain-text table, largest n first in detail, then KS against n."""
     theory, lines = result.theory, []
     config = result.config
     lines.append(f"config   {config.name or 'configuration'}: {config.summary()}")
     for c in result.comparisons:
+        names, labels = c.readings, [LABELS[name] for name in c.readings]
         lines.append("")
         lines.append(f"n = {c.n}, {c.draws} draw(s), seed {result.seed}; {result.config.spectral_object}")
-        lines.append(f"{'distance':<10}{'theory-softmax':>16}{'theory-GE':>12}{'floor (GE-GE)':>15}{'softmax-GE':>12}")
-        for key, table in (("KS", c.ks), ("W1", c.w1)):
-            two = "ks" if key == "KS" else "w1"
-            lines.append(f"{key:<10}{table['theory_softmax']:>16.4g}{table['theory_ge']:>12.4g}"
-                         f"{c.floor[two]:>15.4g}{c.softmax_ge[two]:>12.4g}")
-        lines.append(f"{'moment':<8}{'theory':>14} {'softmax':>12} {'± se':>10} {'GE':>12} {'± se':>10}  exact")
-        for soft, ge in zip(c.moments["softmax"], c.moments["ge"]):
-            lines.append(f"mu_{soft['k']:<5}{soft['theory']:>14.6g} {soft['samples']:>12.6g} {_fmt(soft['se']):>10} "
-                         f"{ge['samples']:>12.6g} {_fmt(ge['se']):>10}  {soft['exact'] or '(numeric)'}")
-        for soft, ge in zip(c.edges["softmax"], c.edges["ge"]):
-            kind = "hard " if soft["hard"] else ""
-            lines.append(f"{kind}{soft['side']} edge {soft['location']:.6g}: bulk extreme softmax "
-                         f"{_fmt(soft['bulk_extreme'], '.6g')} ({_fmt(soft['rel_diff'], '+.2%')}), "
-                         f"GE {_fmt(ge['bulk_extreme'], '.6g')} ({_fmt(ge['rel_diff'], '+.2%')})")
-        if c.edges["softmax"]:
-            qs, qg = c.edges["softmax"][-1]["quantile"], c.edges["ge"][-1]["quantile"]
-            lines.append(f"quantile {qs['level']:.5f}: theory {qs['theory']:.6g}, softmax {qs['samples']:.6g} "
-                         f"({_fmt(qs['rel_diff'], '+.2%')}), GE {qg['samples']:.6g} ({_fmt(qg['rel_diff'], '+.2%')})")
-        for name in ("softmax", "ge"):
+        columns = [(f"theory-{LABELS[name]}", c.ks[f"theory_{name}"], c.w1[f"theory_{name}"]) for name in names]
+        columns.append((f"floor ({labels[-1]}-{labels[-1]})", c.floor["ks"], c.floor["w1"]))
+        if c.softmax_ge is not None:
+            columns.append(("softmax-GE", c.softmax_ge["ks"], c.softmax_ge["w1"]))
+        widths = [max(12, len(header) + 2) for header, _, _ in columns]
+        lines.append(f"{'distance':<10}" + "".join(f"{column[0]:>{w}}" for column, w in zip(columns, widths)))
+        for row, key in ((1, "KS"), (2, "W1")):
+            lines.append(f"{key:<10}" + "".join(f"{column[row]:>{w}.4g}" for column, w in zip(columns, widths)))
+        lines.append(f"{'moment':<8}{'theory':>14}" + "".join(f" {label:>12} {'± se':>10}" for label in labels) + "  exact")
+        for moments in zip(*(c.moments[name] for name in names)):
+            first = moments[0]
+            lines.append(f"mu_{first['k']:<5}{first['theory']:>14.6g}"
+                         + "".join(f" {m['samples']:>12.6g} {_fmt(m['se']):>10}" for m in moments)
+                         + f"  {first['exact'] or '(numeric)'}")
+        for edges in zip(*(c.edges[name] for name in names)):
+            first = edges[0]
+            lines.append(f"{'hard ' if first['hard'] else ''}{first['side']} edge {first['location']:.6g}: bulk extreme "
+                         + ", ".join(f"{label} {_fmt(e['bulk_extreme'], '.6g')} ({_fmt(e['rel_diff'], '+.2%')})"
+                                     for label, e in zip(labels, edges)))
+        if c.edges[names[0]]:
+            quantiles = [c.edges[name][-1]["quantile"] for name in names]
+            lines.append(f"quantile {quantiles[0]['level']:.5f}: theory {quantiles[0]['theory']:.6g}, "
+                         + ", ".join(f"{label} {q['samples']:.6g} ({_fmt(q['rel_diff'], '+.2%')})" for label, q in zip(labels, quantiles)))
+        for name, label in zip(names, labels):
             o = c.outliers[name]
-            lines.append(f"outliers {name}: {o['count']} beyond the support +{o['tolerance']:.0%} "
+            lines.append(f"outliers {label}: {o['count']} beyond the support +{o['tolerance']:.0%} "
                          f"({o['per_draw']:.3g} per draw, {o['above_top']} above the top edge)"
                          + (f", largest {o['max']:.6g}" if o["max"] is not None else ""))
         atoms = ", ".join(f"{a['mass']:.6g} at {a['location']:g}" for a in theory.atoms) or "none"
-        a_s, a_g = c.atoms["softmax"], c.atoms["ge"]
-        lines.append(f"atoms    theory {atoms}; eigenvalues <= {a_s['threshold']:.2g}: softmax {a_s['near_zero']} "
-                     f"({a_s['fraction']:.4g}), GE {a_g['near_zero']} ({a_g['fraction']:.4g}); "
-                     f"theory fraction {a_s['theory_fraction']:.4g}")
+        zeros = [c.atoms[name] for name in names]
+        lines.append(f"atoms    theory {atoms}; eigenvalues <= {zeros[0]['threshold']:.2g}: "
+                     + ", ".join(f"{label} {a['near_zero']} ({a['fraction']:.4g})" for label, a in zip(labels, zeros))
+                     + f"; theory fraction {zeros[0]['theory_fraction']:.4g}")
         lines.append("timing   " + ", ".join(f"{key} {value:.1f}" for key, value in c.timing.items()))
     scaling = result.scaling()
     if scaling is not None:
+        keys = [key for key in scaling if key != "n" and not key.endswith("_exponent")]
+        widths = [max(9, len(_scaling_header(key)) + 2) for key in keys]
         lines.append("")
-        lines.append(f"{'n':>8}{'KS th-softmax':>15}{'KS th-GE':>10}{'KS softmax-GE':>15}{'floor':>9}{'outliers':>10}")
-        for row in zip(scaling["n"], scaling["ks_theory_softmax"], scaling["ks_theory_ge"],
-                       scaling["ks_softmax_ge"], scaling["ks_floor"], scaling["outliers_softmax"]):
-            lines.append(f"{row[0]:>8}{row[1]:>15.4g}{row[2]:>10.4g}{row[3]:>15.4g}{row[4]:>9.4g}{row[5]:>10}")
+        lines.append(f"{'n':>8}" + "".join(f"{_scaling_header(key):>{w}}" for key, w in zip(keys, widths)))
+        for i, n in enumerate(scaling["n"]):
+            lines.append(f"{n:>8}" + "".join(f"{scaling[key][i]:>{w}.4g}" if key.startswith("ks") else f"{scaling[key][i]:>{w}}"
+                                             for key, w in zip(keys, widths)))
         fits = ", ".join(f"{key[:-9]} ~ n^{scaling[key]:.2f}" for key in scaling if key.endswith("_exponent"))
         lines.append(f"fitted   {fits}")
     lines.append(f"timing   law solved in {theory.seconds:.1f} s (earlier, if read from the cache); "

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemhsa_sym.files import check_writable, write_atomic_with
+from gemhsa_sym.parse import real_number
 
 from .compare import VerifyResult, clean
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PLOT_FORMATS", "check_plot", "plot_sweep", "plot_verify"]
 
-COLOURS = {"theory": "black", "softmax": "tab:blue", "ge": "tab:orange"}
+COLOURS = {"theory": "black", "softmax": "tab:blue", "ge": "tab:orange", "polynomial": "tab:green"}
 
 
 #: File formats of the figures, from the path's suffix.
@@ -64,7 +65,7 @@ def plot_verify(result: VerifyResult, path: str | Path) -> None:
     the same per unit of log10 x, and the CDFs."""
     plt = _pyplot()
     theory, comparison = result.theory, result.comparisons[-1]
-    samples = {name: clean(comparison.samples[name]) for name in ("softmax", "ge")}
+    samples = {name: clean(comparison.samples[name]) for name in comparison.readings}
     total = {name: x.size for name, x in samples.items()}
     x_rho, rho = theory.density()
     top = max(theory.top_edge, max(float(x[-1]) for x in samples.values()))
@@ -147,13 +148,11 @@ def plot_sweep(result: SweepResult, path: str | Path) -> None:
         for g, (rest, points) in enumerate(groups.items()):
             colour = f"C{g}"
             tag = ", ".join(f"{p}={v}" for p, v in zip(others, rest))
-            xs = np.array([float(p.values[first]) for p in points])
+            xs = np.array([float(real_number(first, p.values[first])) for p in points])  # exact text such as 1/4
             if points[0].theory is not None:
                 ys = np.array([p.theory_value(key) for p in points], dtype=float)
                 ax.plot(xs, ys, "-", color=colour, lw=1.4, label=f"theory {tag}".strip())
-            for name, marker in (("softmax", "o"), ("ge", "s")):
-                if points[0].mc is None:
-                    continue
+            for name, marker in zip(points[0].mc or (), "os"):
                 ys = np.array([p.mc_value(name, key)[0] for p in points], dtype=float)
                 es = np.array([p.mc_value(name, key)[1] or 0.0 for p in points], dtype=float)
                 ax.errorbar(xs, ys, yerr=es, fmt=marker, ms=4, capsize=3, color=colour, alpha=0.8,

@@ -3,7 +3,9 @@
 Every point of the grid (the product of the varied parameters' values) is a
 theory task and ``draws`` draw tasks of the softmax layer and of its Gaussian
 equivalent; point i draws from child i of ``SeedSequence(seed)``, so results do
-not depend on the executor or on the number of workers.
+not depend on the executor or on the number of workers. A polynomial model file
+(docs/exports.md §5.4) varies its ratios and scales (``dimensions.NAME``,
+``gaussians.NAME.scale``) and is drawn by its own sampler (``polynomial``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import numpy as np
 
 from gemhsa_sym.config import Config
 from gemhsa_sym.executors import Task, local_workers, run_tasks
-from gemhsa_sym.sampler import DrawTask, check_draws, run_draw
+from gemhsa_sym.model_files import PolynomialModel
+from gemhsa_sym.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets, run_draw
 
 from .theory import Theory, theory_task
 
@@ -49,15 +52,16 @@ def parse_vary(spec: str) -> tuple[str, list[str]]:
     return field, listed
 
 
-def vary_config(config: Config, changes: dict[str, str]) -> Config:
-    """``config`` with ``changes``; changing ``heads`` keeps H d_k = d (and d_v = d_k) when the config has it."""
+def vary_config(config: Config | PolynomialModel, changes: dict[str, str]) -> Config | PolynomialModel:
+    """``config`` with ``changes``; changing ``heads`` keeps H d_k = d (and d_v = d_k) when the config has it.
+    A polynomial model takes ``dimensions.NAME`` and ``gaussians.NAME.scale`` (:meth:`PolynomialModel.replace`)."""
     changes = dict(changes)
-    if "heads" in changes and not {"d_k", "d_v"} & set(changes):
+    if isinstance(config, Config) and "heads" in changes and not {"d_k", "d_v"} & set(changes):
         config = config.with_heads(changes.pop("heads"))
     return config.replace(**changes) if changes else config
 
 
-def _draw_summary(task: DrawTask) -> list[float]:
+def _draw_summary(task: DrawTask | PolynomialDraw) -> list[float]:
     """The first four moments and the largest eigenvalue of one draw."""
     eigenvalues = run_draw(task)
     return [float(np.mean(eigenvalues**k)) for k in range(1, 5)] + [float(eigenvalues[-1])]
@@ -65,10 +69,11 @@ def _draw_summary(task: DrawTask) -> list[float]:
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One grid point: the varied values, its configuration, the law's summary and per-draw Monte Carlo rows."""
+    """One grid point: the varied values, its configuration or model, the law's summary and per-draw Monte Carlo
+    rows of each reading (``softmax`` and ``ge``, or ``polynomial``)."""
 
     values: dict[str, str]
-    config: Config
+    config: Config | PolynomialModel
     theory: Theory | None
     mc: dict[str, np.ndarray] | None
 
@@ -104,7 +109,7 @@ class SweepPoint:
 class SweepResult:
     """All points of a sweep, in grid order (the last varied parameter fastest)."""
 
-    config: Config
+    config: Config | PolynomialModel
     parameters: list[str]
     points: list[SweepPoint]
     n: int | None
@@ -117,7 +122,7 @@ class SweepResult:
                 "seed": self.seed, "points": [p.to_json_dict() for p in self.points]}
 
 
-def sweep(config: Config, vary: list[tuple[str, list[str]]], n: int | None = 1000, draws: int = 2, seed: int = 0,
+def sweep(config: Config | PolynomialModel, vary: list[tuple[str, list[str]]], n: int | None = 1000, draws: int = 2, seed: int = 0,
           theory: bool = True, executor: Any = None, progress: bool = False, cache: str | None = None,
           backend: str = "numpy", device: str = "cpu") -> SweepResult:
     """Theory (unless ``theory=False``) and, unless ``n`` is None, Monte Carlo at every grid point, drawn by
@@ -134,21 +139,19 @@ def sweep(config: Config, vary: list[tuple[str, list[str]]], n: int | None = 100
     tasks: list[Task] = []
     if theory:
         tasks += [(theory_task, (c, False, cache)) for c in configs]
+    layout: list[list[tuple[str, int]]] = []  # per point: (reading, index of its first draw) in tasks
     if n is not None:
         for c, child in zip(configs, np.random.SeedSequence(seed).spawn(len(configs))):
             c.sizes(n)
-            draws_seeds = child.spawn(draws)
-            tasks += [(_draw_summary, (DrawTask(c, n, model, s, backend=backend, device=device),))
-                      for model in ("softmax", "ge") for s in draws_seeds]
+            layout.append([])
+            for name, group in draw_sets(c, n, child.spawn(draws), backend, device).items():
+                layout[-1].append((name, len(tasks)))
+                tasks += [(_draw_summary, (task,)) for task in group]
     check_draws([args[0] for fn, args in tasks if fn is _draw_summary], local_workers(executor))
     results = run_tasks(tasks, executor, progress, desc="sweep")
     theories = results[: len(configs)] if theory else [None] * len(configs)
-    mc_rows = results[len(configs) if theory else 0:]
     points = []
     for i, (values, c) in enumerate(zip(grid, configs)):
-        mc = None
-        if n is not None:
-            rows = mc_rows[2 * draws * i: 2 * draws * (i + 1)]
-            mc = {"softmax": np.array(rows[:draws]), "ge": np.array(rows[draws:])}
+        mc = None if n is None else {name: np.array(results[first:first + draws]) for name, first in layout[i]}
         points.append(SweepPoint(values, c, theories[i], mc))
     return SweepResult(config, parameters, points, n, draws, seed)

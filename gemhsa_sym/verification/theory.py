@@ -23,10 +23,11 @@ import numpy as np
 
 from gemhsa_sym import __version__
 from gemhsa_sym.config import Config
-from gemhsa_sym.derive import derive
+from gemhsa_sym.derive import law_of
 from gemhsa_sym.files import read_text, write_atomic
 from gemhsa_sym.free.law import SpectralLaw
 from gemhsa_sym.free.record import atom_entry, edge_entry
+from gemhsa_sym.model_files import PolynomialModel
 from gemhsa_sym.parse import parse_number
 
 __all__ = ["PROBES", "Theory", "cache_file", "theory_of", "theory_task", "validated"]
@@ -132,7 +133,7 @@ def _graded(a: float, b: float, hard: bool, points: int) -> np.ndarray:
     return a + (b - a) * (1 - np.cos(np.pi * s)) / 2
 
 
-def theory_of(law: SpectralLaw, config: Config | None = None, moments: int = 4, cdf: bool = True) -> Theory:
+def theory_of(law: SpectralLaw, config: Config | PolynomialModel | None = None, moments: int = 4, cdf: bool = True) -> Theory:
     """The :class:`Theory` of ``law``; ``cdf=False`` skips the CDF table (moments, edges, atoms only)."""
     start = time.perf_counter()
     edges, atoms = law.edges(dps=16), law.atoms()  # the edges and atoms the CDF is built on
@@ -156,7 +157,7 @@ def theory_of(law: SpectralLaw, config: Config | None = None, moments: int = 4, 
     )
 
 
-def cache_file(cache: Path, config: Config, cdf: bool) -> Path:
+def cache_file(cache: Path, config: Config | PolynomialModel, cdf: bool) -> Path:
     """Where the summary of ``config`` (with or without the CDF table) is kept in the folder ``cache``:
     the name is a hash of the cache format, the package version, the configuration and the options."""
     key = json.dumps([CACHE_FORMAT, __version__, config.to_dict(), cdf], sort_keys=True)
@@ -170,7 +171,7 @@ def _finite_floats(value: Any, what: str) -> np.ndarray:
     return array
 
 
-def validated(data: Any, config: Config, cdf: bool) -> Theory:
+def validated(data: Any, config: Config | PolynomialModel, cdf: bool) -> Theory:
     """The :class:`Theory` of a cache entry for ``config``, or ValueError saying what is wrong with it:
     its fields and their types, its configuration, a CDF table in [0, 1] that never decreases, a total
     mass of 1, edges in order, and each moment's float equal to its exact value."""
@@ -202,7 +203,7 @@ def validated(data: Any, config: Config, cdf: bool) -> Theory:
     return theory
 
 
-def _cached(path: Path, config: Config, cdf: bool) -> Theory | None:
+def _cached(path: Path, config: Config | PolynomialModel, cdf: bool) -> Theory | None:
     """The valid cache entry at ``path``, or None (with a warning naming the file when it is invalid)."""
     if not path.is_file():
         return None
@@ -215,8 +216,8 @@ def _cached(path: Path, config: Config, cdf: bool) -> Theory | None:
         return None
 
 
-def theory_task(config: Config, cdf: bool = True, cache: str | None = None) -> Theory:
-    """Derive and summarise the law of ``config`` (a task for an executor).
+def theory_task(config: Config | PolynomialModel, cdf: bool = True, cache: str | None = None) -> Theory:
+    """Derive and summarise the law of ``config``, a configuration or a polynomial model (a task for an executor).
 
     With ``cache`` (a folder), a summary computed before for the same configuration,
     options and package version is read back instead of solving again, after
@@ -226,7 +227,7 @@ def theory_task(config: Config, cdf: bool = True, cache: str | None = None) -> T
     if path is not None and (theory := _cached(path, config, cdf)) is not None:
         return theory
     start = time.perf_counter()
-    law = derive(config)
+    law = law_of(config)
     theory = theory_of(law, config, cdf=cdf)
     theory = Theory(**{**theory.__dict__, "seconds": time.perf_counter() - start})
     if path is not None:
