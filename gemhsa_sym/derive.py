@@ -40,10 +40,15 @@ class AttentionLaw(SpectralLaw):
         Gaussian-equivalence coefficients."""
         base = super().record(dps, moments, time_limit)
         c = self.coefficients
-        latex = dataclasses.replace(base.latex, coefficients=[rf"\mu_{{1}} = {sp.latex(c.mu1)}", rf"\sigma^{{2}} = {sp.latex(c.sigma2)}"])
+        scale = self.config.score_scale
+        general = hermite_data(self.config.score, BETA * scale, self.config.normalisation)
+        formula = ([rf"\mu_{{1}}(\beta) = {sp.latex(sp.simplify(general.mu1 / scale))}",
+                    rf"\sigma^{{2}}(\beta) = {sp.latex(sp.simplify(general.sigma2))}"] if general.exact else [])
+        latex = dataclasses.replace(base.latex, coefficients=[*formula, rf"\mu_{{1}} = {sp.latex(c.mu1)}",
+                                                              rf"\sigma^{{2}} = {sp.latex(c.sigma2)}"])
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
-        return AttentionRecord(**{**fields, "latex": latex, "name": self.config.name}, config=self.config.to_dict(),
-                               config_toml=self.config.to_toml(), coefficients=c.as_dict())
+        return AttentionRecord(**{**fields, "latex": latex, "name": self.config.name, "summary": self.config.summary()},
+                               config=self.config.to_dict(), config_toml=self.config.to_toml(), coefficients=c.as_dict())
 
     def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:
         """Exact mu_1..mu_k; with ``symbolic``, in beta when the score's Hermite data has a

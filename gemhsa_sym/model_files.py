@@ -201,4 +201,4 @@ class ModelLaw(SpectralLaw):
 
     def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0) -> LawRecord:
         """The law's record (:meth:`SpectralLaw.record`) named after the model."""
-        return dataclasses.replace(super().record(dps, moments, time_limit), name=self.source.name)
+        return dataclasses.replace(super().record(dps, moments, time_limit), name=self.source.name, summary=self.source.summary())

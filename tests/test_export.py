@@ -102,7 +102,10 @@ def test_law_to_latex_and_notebook_repr() -> None:
     law = spectral_law(Gaussian("X", Dim("n"), Dim("d")), {Dim("n"): 1, Dim("d"): sp.Rational(1, 2)})
     text = law.to_latex()
     assert text.startswith(r"\documentclass") and r"\end{document}" in text and "P(m, w)" in text
-    assert law._repr_latex_().startswith("$") and "X" in law._repr_latex_()
+    shown = law._repr_latex_()
+    assert shown.startswith("$") and "X" in shown and r"\allowbreak" not in shown
+    # the minimal system of Marchenko–Pastur: g_ss = -2/(g_tt - 2) and m = g_tt = 1/(w - g_ss)
+    assert r"g_{s,s} &= - \frac{2}{g_{t,t} - 2}" in shown and r"m(w) &= g_{t,t}" in shown
 
 
 def test_polynomial_models_read_from_toml(tmp_path: Path) -> None:
@@ -146,7 +149,17 @@ def test_derivations_check_whole_library(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["derivations", "--check", "--dir", str(LIBRARY)]) == 0
 
 
+def appendix_page(pdf: Path) -> int:
+    """The page on which the word "Appendix" first appears (pdftotext; skips when it is missing)."""
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext is not installed")
+    pages = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout.split("\f")
+    return next(k for k, page in enumerate(pages, 1) if "Appendix" in page)
+
+
 @pytest.mark.parametrize("name", sorted(p.stem for p in LIBRARY.glob("*.tex")))
 def test_every_library_document_compiles(name: str, tmp_path: Path) -> None:
+    """No overfull box over 1 pt, and the main part (before "Appendix") within two pages."""
     log = compile_latex((LIBRARY / f"{name}.tex").read_text(), tmp_path)
     assert overfull(log) == []
+    assert appendix_page(tmp_path / "doc.pdf") <= 2

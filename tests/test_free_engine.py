@@ -25,6 +25,7 @@ import sympy as sp
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from scipy import integrate
+from template_laws import TEMPLATES, VB, W2B, XA, ZA, a_, b_, c_, template_law
 
 from gemhsa_sym.free import Dim, Gaussian, ShapeMismatch, W, linearise, spectral_law
 from gemhsa_sym.free.continuation import GRID_MIN, BranchError, predict
@@ -719,18 +720,6 @@ def test_symbolic_coefficient_with_a_value_equals_the_number():
 # 8. Properties on random ratios and small polynomials
 # ---------------------------------------------------------------------------------------
 
-a_, b_, c_ = Dim("a"), Dim("b"), Dim("c")
-XA, WB, VB, ZB, ZA, W2B = (
-    Gaussian("X", a_, b_), Gaussian("W", b_, c_), Gaussian("V", b_, b_),
-    Gaussian("Z", b_, b_), Gaussian("Z", a_, a_), Gaussian("W2", b_, c_),
-)
-TEMPLATES: dict[str, Callable[[sp.Rational], object]] = {
-    "X": lambda s: XA,
-    "X W": lambda s: XA @ WB,
-    "X^T X + s Z": lambda s: XA.T @ XA + s * ZB,
-    "X V X^T": lambda s: XA @ VB @ XA.T,
-    "(X V X^T + s Z) X W2": lambda s: (XA @ VB @ XA.T + s * ZA) @ XA @ W2B,
-}
 LIGHT = ["X", "X W"]
 
 ratio = st.fractions(min_value=Fraction(1, 4), max_value=Fraction(4), max_denominator=6).map(lambda f: R(f.numerator, f.denominator))
@@ -741,19 +730,13 @@ PROPERTY = settings(
 )
 
 
-def _template_law(name, rb, rc, s):
-    Y = TEMPLATES[name](s)
-    ratios = {k: v for k, v in {a_: R(1), b_: rb, c_: rc}.items() if k in dims_of(Y)}
-    return spectral_law(Y, ratios)
-
-
 @PROPERTY
 @given(
     name=st.sampled_from(list(TEMPLATES)), rb=ratio, rc=ratio, s=coefficient,
     u=st.floats(-0.5, 4.0), v=st.floats(0.02, 1.0),
 )
 def test_property_herglotz_precision_density(name, rb, rc, s, u, v):
-    law = _template_law(name, rb, rc, s)
+    law = template_law(name, rb, rc, s)
     w = np.array([complex(u, v), complex(u, 5 * v), complex(2 * u + 1, v / 2)])
     m = law.stieltjes(w)
     assert np.all(m.imag < 0)  # Herglotz
@@ -773,7 +756,7 @@ def test_property_refined_grid_equals_single_points(name, rb, rc, s):
     """A grid long enough to be refined from a coarse subgrid (GRID_MIN points) has, at every
     25th point and on both sides of every change between zero and positive density, the
     density of the same point solved alone (descent from the upper half plane)."""
-    law = _template_law(name, rb, rc, s)
+    law = template_law(name, rb, rc, s)
     x = np.linspace(0, law.scale, 401)[1:]
     assert x.size >= GRID_MIN
     rho = law.density(x)
@@ -790,7 +773,7 @@ def test_property_root_of_p_equals_the_dyson_system(name, rb, rc, s):
     refined grid, off the axis and down the imaginary axis towards 0 (where P rounds
     badly next to an atom and the Dyson system takes over), equal the Dyson system's.
     Some ratios take a minute to eliminate; the property is asked where P comes within 5 s."""
-    law = _template_law(name, rb, rc, s)
+    law = template_law(name, rb, rc, s)
     elimination = law.algebraic(time_limit=5)
     assume(elimination.polynomial is not None)
     dyson, root = law.solver(), law.solver().with_polynomial(elimination)
@@ -845,14 +828,14 @@ def test_descent_predictor_is_the_log_log_tangent():
 @settings(PROPERTY, max_examples=3)
 @given(name=st.sampled_from(LIGHT), rb=ratio, rc=ratio, s=coefficient)
 def test_property_mass_is_one_light(name, rb, rc, s):
-    law = _template_law(name, rb, rc, s)
+    law = template_law(name, rb, rc, s)
     assert law.mass() == pytest.approx(1, abs=1e-8)
 
 
 @PROPERTY
 @given(name=st.sampled_from(list(TEMPLATES)), rb=ratio, rc=ratio, s=coefficient)
 def test_property_mass_is_one_all_templates(name, rb, rc, s):
-    law = _template_law(name, rb, rc, s)
+    law = template_law(name, rb, rc, s)
     assert law.mass() == pytest.approx(1, abs=1e-8)
 
 
@@ -862,7 +845,7 @@ def test_mass_of_a_gram_plus_square_gaussian():
     Mass and CDF are compared with adaptive quadrature of the engine's own density, so a
     failure points at the integration of the density (mass, CDF), not at the density.
     """
-    law = _template_law("X^T X + s Z", R(3), R(1, 4), R(1, 2))
+    law = template_law("X^T X + s Z", R(3), R(1, 4), R(1, 2))
     assert law.atoms() == []
     top = float(law.edges(dps=16)[-1].location)
 

@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--grid", metavar="A:B:K", type=grid, help="density table on K points from A to B")
     parser.add_argument("--dps", type=digits, default=30, help=f"digits of the support edges, 1 to {MAX_DPS} (default 30)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--full", action="store_true",
+                        help="print the reduced Dyson system and P(m, w) in full instead of the short summary")
     parser.add_argument("--latex", metavar="FILE", help="write a standalone LaTeX document of the derivation")
     parser.add_argument("--time-limit", type=seconds, default=20.0, metavar="SECONDS",
                         help="seconds allowed to each elimination attempt for P(m, w) (default 20, at most 3600)")
@@ -66,14 +68,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"configuration: {config.name or args.config}")
+    print(f"configuration: {config.name or args.config}: {config.summary()}")
     if isinstance(law, AttentionLaw):
         print(f"coefficients: mu_1 = {law.coefficients.mu1}, sigma^2 = {law.coefficients.sigma2}")
     print(f"model: Y = {law.model}")
-    print(f"reduced Dyson system:\n{law.system}")
+    if args.full:
+        print(f"reduced Dyson system:\n{law.system}")
+    else:
+        _print_system(report["system"])
     if report["polynomial"] is not None:
         info = report["polynomial_info"]
-        print(f"P(m, w) = 0 (degree {info['degree_m']} in m, {info['degree_w']} in w): {report['polynomial']}")
+        print(f"P(m, w) = 0: degree {info['degree_m']} in m, {info['degree_w']} in w"
+              + (f": {report['polynomial']}" if args.full else " (--full or --json prints it)"))
     else:
         print(f"no polynomial equation: {report['polynomial_reason']}")
     for k, m in enumerate(report["moments"], 1):
@@ -88,3 +94,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"{x:.8g}\t{r:.12g}")
     print(f"derived in {derived:.2f} s, solved in {report['timing']['total_s'] - derived:.2f} s")
     return 0
+
+
+def _print_system(system: dict) -> None:
+    """The minimal system of a report (docs/exports.md §5.4): equations with the meaning of each unknown."""
+    print(f"minimal system: {len(system['unknowns'])} unknowns ({system['reduced_unknowns']} in the reduced system); "
+          f"{system['notation']}")
+    for name, meaning, equation in zip(system["unknowns"], system["meanings"], system["equations"]):
+        print(f"  {equation}\n      {name} = {meaning}")
+    if system["definitions"]:
+        print("where")
+        for d in system["definitions"]:
+            print(f"  {d['equation']}\n      {d['symbol']} = {d['meaning']}")
+    print(f"m(w) = {system['output']}")

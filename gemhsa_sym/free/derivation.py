@@ -54,6 +54,12 @@ class Derivation:
         return self.model.expand(self.values) if isinstance(self.model, ExchangeableSum) else self.model
 
     @property
+    def probe(self) -> dict[sp.Symbol, sp.Expr]:
+        """The values, and generic ones (7/10, 1, 13/10, ...) for parameters without a value: where
+        the scale, the reductions and the minimal system are checked."""
+        return _probe(self.full_system, self.values)
+
+    @property
     def q(self) -> Dim:
         """The dimension of Y^T Y."""
         return self.model.cols
@@ -66,6 +72,12 @@ class Derivation:
 
     def _repr_latex_(self) -> str:
         return rf"$\displaystyle Y = {sp.latex(self.model)},\quad m(w) = {sp.latex(self.system.output)}$"
+
+
+def _probe(full: DysonSystem, values: Mapping[sp.Symbol, sp.Expr]) -> dict[sp.Symbol, sp.Expr]:
+    """``values`` with 7/10, 1, 13/10, ... for the parameters of ``full`` that have none."""
+    generic = {p: sp.Rational(7 + 3 * k, 10) for k, p in enumerate(full.parameters) if p not in values}
+    return {**generic, **values}
 
 
 def derivation(model: MatrixExpr | ExchangeableSum, ratios: Mapping[Dim, Any],
@@ -91,9 +103,7 @@ def derivation(model: MatrixExpr | ExchangeableSum, ratios: Mapping[Dim, Any],
     pencil = linearise(template)
     pencil.check()
     full = exchangeable_system(model, pencil, ratios, values) if exchangeable else dyson_system(pencil, ratios)
-    # parameters without a value get generic ones for the scale and the reductions only
-    generic = {p: sp.Rational(7 + 3 * k, 10) for k, p in enumerate(full.parameters) if p not in values}
-    probe = {**generic, **values}
+    probe = _probe(full, values)  # parameters without a value get generic ones for the scale and the reductions only
     bound = norm_bound(template, ratios, probe) * (float(model.heads.subs(probe)) if exchangeable else 1.0)
     zero = bound == 0
     scale = 0.0 if zero else law_scale(bound * bound, full, probe)

@@ -36,8 +36,9 @@ def printed_width(tex: str) -> float:
     return float(len(re.sub(r"[{}^_ &]", "", t)))
 
 
-def broken_sum(lhs: str, terms: Sequence[str], width: int = WIDTH) -> str:
-    """``lhs = t1 + t2 + ...`` as an ``align*`` block with a line break whenever the width is reached.
+def broken_sum(lhs: str, terms: Sequence[str], width: int = WIDTH, numbered: bool = False) -> str:
+    """``lhs = t1 + t2 + ...`` as an ``align*`` block with a line break whenever the width is reached
+    (with ``numbered``, a ``multline``-like ``align`` with one number on its last line).
 
     ``terms`` are printed terms; a leading minus sign joins them with ``-``.
     """
@@ -53,7 +54,10 @@ def broken_sum(lhs: str, terms: Sequence[str], width: int = WIDTH) -> str:
             current += piece
     lines.append(current or "0")
     rows = [f"{lhs} &= {lines[0]}"] + [rf"&\quad {line}" for line in lines[1:]]
-    return "\\begin{align*}\n" + " \\\\\n".join(rows) + "\n\\end{align*}"
+    if numbered:
+        rows = [row + r" \nonumber" for row in rows[:-1]] + rows[-1:]
+    env = "align" if numbered else "align*"
+    return f"\\begin{{{env}}}\n" + " \\\\\n".join(rows) + f"\n\\end{{{env}}}"
 
 
 def terms_of(expr: sp.Expr, printer: Any = sp.latex) -> list[str]:

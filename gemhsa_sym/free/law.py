@@ -33,6 +33,8 @@ from .elimination import Elimination, M, eliminate
 from .exchangeable import ExchangeableSum
 from .integrals import Band, Core, continuous_pieces
 from .matrices import Dim
+from .meanings import Meaning, meanings
+from .minimal import MinimalSystem, check_minimal, minimal_system
 from .record import LawRecord, build_record
 from .results import WORK_DPS, Atom, Edge, EdgeClassification, check_dps
 from .sampling import sample_polynomial
@@ -81,6 +83,22 @@ class SpectralLaw:
     def equations(self) -> DysonSystem:
         """The reduced Dyson system: prints readably; ``sympy.latex`` gives LaTeX."""
         return self.system
+
+    def minimal(self) -> MinimalSystem:
+        """The minimal system (docs/equations.md §2.7), proved against the reduced one by
+        :func:`.minimal.check_minimal` (50 digits, 1e-40) unless the law is the point mass at 0."""
+        def build() -> MinimalSystem:
+            minimal = minimal_system(self.system)
+            if not self.zero:
+                check_minimal(minimal, self.derivation.probe, self.scale)
+            return minimal
+
+        return self._cached(("minimal",), build)
+
+    def meanings(self) -> dict[sp.Symbol, Meaning]:
+        """What each unknown of the reduced system is (docs/equations.md §2.8)."""
+        heads = isinstance(self.model, ExchangeableSum) and self.model.heads != 1
+        return self._cached(("meanings",), lambda: meanings(self.system, self.pencil, heads))
 
     def __repr__(self) -> str:
         return f"SpectralLaw(Y = {self.model}, ratios = {dict((str(k), v) for k, v in self.ratios.items())})"
@@ -276,15 +294,25 @@ class SpectralLaw:
         return build_record(self.derivation, self.moments(moments), self.moments(moments, symbolic=True), elimination,
                             classified, [] if classified is not None else self.edges(dps),
                             exact_atoms if exact_atoms is not None else self.atoms(),
-                            "polynomial" if exact_atoms is not None else "continuation", dps)
+                            "polynomial" if exact_atoms is not None else "continuation", dps,
+                            self.minimal(), self.meanings())
 
     def to_latex(self, dps: int = 30) -> str:
         """A standalone LaTeX document of the derivation (:func:`.document.document`)."""
         return document(self.record(dps))
 
     def _repr_latex_(self) -> str:
-        """The model and its Stieltjes transform's unknown, for notebooks."""
-        return self.derivation._repr_latex_()
+        """For notebooks: the model, the minimal system (docs/equations.md §2.7) with the meaning of
+        each of its unknowns (§2.8), and m(w), as one aligned block of mathematics."""
+        if self.zero:
+            return self.derivation._repr_latex_()
+        minimal, meaning = self.minimal(), self.meanings()
+        rows = [rf"Y &= {sp.latex(self.model)}", r"G(w) &= (w - Y^{T} Y)^{-1}"]
+        said = {c: meaning[c].latex(self.pencil).replace("\\allowbreak ", "") for c, _ in minimal.equations}
+        rows += [rf"{sp.latex(c)} &= {sp.latex(f)} &&\text{{where }} {sp.latex(c)} = {said[c]}" for c, f in minimal.equations]
+        rows += [rf"{sp.latex(d)} &= {sp.latex(f)}" for d, f in minimal.definitions]
+        rows.append(rf"m(w) &= {sp.latex(minimal.output)}")
+        return r"$\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}$"
 
     def sample(self, N: int, seed: int = 0, draws: int = 1) -> np.ndarray:
         """Eigenvalues of Y^T Y for finite Gaussian matrices at sizes ratio * N (one row per draw)."""

@@ -90,33 +90,47 @@ class Pencil:
             return None
         return parts[0] if len(parts) == 1 else MatAdd(*parts).doit()
 
+    def _edges(self) -> tuple[dict[int, MatrixExpr], dict[int, MatrixExpr], dict[tuple[int, int], MatrixExpr]]:
+        """The matrices on the edges source -> i (u_i), i -> sink (v_i) and i -> j (N_ij) of inner nodes."""
+        m, ent = self.inner, self._entries()
+        V, U = [2 + i for i in range(m)], [2 + m + i for i in range(m)]
+        u = {i: e for i in range(m) if (e := self._block(ent, self.source, U[i])) is not None}
+        v = {i: e for i in range(m) if (e := self._block(ent, V[i], self.sink)) is not None}
+        n = {(i, j): e for i in range(m) for j in range(m) if i != j and (e := self._block(ent, V[i], U[j])) is not None}
+        return u, v, n
+
+    def paths(self) -> tuple[dict[int, MatrixExpr], dict[int, MatrixExpr], dict[tuple[int, int], MatrixExpr]]:
+        """Path sums of the graph (-Q^{-1} = sum_k N^k): from the source to each inner node i (A_i),
+        from i to the sink (B_i) and from i to j (P_ij), where a path exists (docs/equations.md §2.8)."""
+        u, v, n = self._edges()
+        m = self.inner
+        between: dict[tuple[int, int], MatrixExpr | None] = {}
+
+        def path(i: int, j: int) -> MatrixExpr | None:
+            if (i, j) not in between:
+                terms = [n[(i, j)]] if (i, j) in n else []
+                terms += [n[(i, k)] * rest for k in range(m) if (i, k) in n and (rest := path(k, j)) is not None]
+                between[(i, j)] = MatAdd(*terms).doit() if terms else None
+            return between[(i, j)]
+
+        def total(terms: list[MatrixExpr]) -> MatrixExpr | None:
+            return MatAdd(*terms).doit() if terms else None
+
+        prefix = {j: e for j in range(m) if (e := total(([u[j]] if j in u else [])
+                                                        + [u[i] * p for i in u if (p := path(i, j)) is not None])) is not None}
+        suffix = {i: e for i in range(m) if (e := total(([v[i]] if i in v else [])
+                                                       + [p * v[j] for j in v if (p := path(i, j)) is not None])) is not None}
+        return prefix, suffix, {(i, j): p for i in range(m) for j in range(m) if i != j and (p := path(i, j)) is not None}
+
     def schur_complement(self) -> MatrixExpr:
         """Y recomputed from the pencil: Y_lin - u Q^{-1} v with Q^{-1} = -sum_k N^k."""
-        m, s, t = self.inner, self.source, self.sink
-        ent = self._entries()
-        V = [2 + i for i in range(m)]
-        U = [2 + m + i for i in range(m)]
-        paths: dict[int, MatrixExpr | None] = {}
-
-        def path(i: int) -> MatrixExpr | None:
-            """Sum over paths from inner node i to the sink of the N-chain products times v."""
-            if i not in paths:
-                terms = [e for e in [self._block(ent, V[i], t)] if e is not None]
-                for j in range(m):
-                    n_ij = self._block(ent, V[i], U[j]) if j != i else None
-                    if n_ij is not None and path(j) is not None:
-                        terms.append(n_ij * path(j))
-                paths[i] = MatAdd(*terms).doit() if terms else None
-            return paths[i]
-
+        u, _, _ = self._edges()
+        _, suffix, _ = self.paths()
         terms = []
-        y_lin = self._block(ent, s, t)
+        y_lin = self._block(self._entries(), self.source, self.sink)
         if y_lin is not None:
             terms.append(y_lin)
-        for j in range(m):
-            u_j = self._block(ent, s, U[j])
-            if u_j is not None and path(j) is not None:
-                terms.append(u_j * path(j))
+        terms += [u[j] * suffix[j] for j in u if j in suffix]
         if not terms:
             return sp.ZeroMatrix(self.polynomial.rows, self.polynomial.cols)
         return MatAdd(*terms).doit()

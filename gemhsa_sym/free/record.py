@@ -9,6 +9,7 @@ document without solving anything. Edges, atoms and moments are written by one f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -21,10 +22,13 @@ from .elimination import Elimination
 from .exchangeable import ExchangeableSum
 from .latex import WIDTH, printed_width, terms_of
 from .matrices import without_powers
+from .meanings import Meaning
+from .minimal import MinimalSystem
+from .pencil import Pencil
 from .results import Atom, Edge, EdgeClassification
 
 __all__ = ["AttentionRecord", "LatexParts", "LawRecord", "PolynomialInfo", "atom_entry", "build_record", "edge_entry",
-           "moment_entry", "record_from_json"]
+           "moment_entry", "record_from_json", "system_entry"]
 
 #: What P(m, w) is a polynomial equation for.
 VARIABLES = "P(m, w) = 0, m(w) = (1/q) tr (w - Y^T Y)^{-1}"
@@ -78,6 +82,10 @@ class LatexParts:
     #: T^{(h)}, term by term
     heads: str | None = None
     template: list[str] | None = None
+    #: The minimal system (docs/equations.md §2.7): per equation and per definition [unknown, equation
+    #: as terms of num - g den = 0 (one term: the equation itself), meaning, the heads it is about]
+    minimal: list[list[Any]] | None = None
+    minimal_definitions: list[list[Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,10 @@ class LawRecord:
     atoms: list[dict[str, Any]]
     latex: LatexParts
     name: str | None = None
+    #: The minimal system with the meaning of each unknown (:func:`system_entry`)
+    system: dict[str, Any] = field(default_factory=dict)
+    #: The configuration or the model in one line (as ``gemhsa-sym presets`` prints it)
+    summary: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON types, the name first."""
@@ -109,7 +121,7 @@ class LawRecord:
         name = data.pop("name")
         info = data["polynomial_info"]
         data["polynomial_info"] = {"variables": info.pop("variables"), **info}
-        for key in ("coefficients", "heads", "template"):
+        for key in ("coefficients", "heads", "template", "minimal", "minimal_definitions"):
             if data["latex"][key] is None:
                 del data["latex"][key]
         return ({"name": name} if name is not None else {}) | data
@@ -140,6 +152,31 @@ def record_from_json(data: dict[str, Any]) -> LawRecord:
     return kind(**{key: value for key, value in data.items() if key in known})
 
 
+def system_entry(minimal: MinimalSystem, meanings: Mapping[sp.Symbol, Meaning], pencil: Pencil, model: str) -> dict[str, Any]:
+    """The minimal system as JSON: counts, unknowns with their meanings and equations, the definitions,
+    m(w), and what Y and G stand for (docs/exports.md §5.1)."""
+    return {
+        "reduced_unknowns": len(minimal.reduced.unknowns),
+        "unknowns": [str(c) for c in minimal.unknowns],
+        "meanings": [meanings[c].text(pencil) for c in minimal.unknowns],
+        "equations": [f"{c} = {f}" for c, f in minimal.equations],
+        "definitions": [{"symbol": str(d), "meaning": meanings[d].text(pencil), "equation": f"{d} = {f}"}
+                        for d, f in minimal.definitions],
+        "output": str(minimal.output),
+        "notation": f"G = (w - Y^T Y)^(-1) with Y = {model}; (1/N) tr[.] is the normalised trace over a dimension of size N",
+    }
+
+
+def _equation_latex(g: sp.Symbol, f: sp.Expr, meaning: Meaning, pencil: Pencil) -> list[Any]:
+    """[unknown, terms, meaning, heads] of g = f: one term (the equation) where it fits a line, else
+    the terms of num - g den = 0, which the document breaks over lines; the meaning as mathematics
+    and the heads it is about as text."""
+    whole = rf"{sp.latex(g)} = {sp.latex(f)}"
+    num, den = sp.fraction(sp.together(f))
+    terms = [whole] if printed_width(whole) <= WIDTH else terms_of(sp.expand(num - g * den))
+    return [sp.latex(g), terms, meaning.latex(pencil), meaning.heads or ""]
+
+
 def _nonzero_entries(M: sp.Matrix) -> list[tuple[tuple[int, int], sp.Expr]]:
     """Nonzero entries of a symmetric matrix on and above the diagonal."""
     return [((a, b), M[a, b]) for a in range(M.rows) for b in range(a, M.cols) if M[a, b] != 0]
@@ -147,9 +184,10 @@ def _nonzero_entries(M: sp.Matrix) -> list[tuple[tuple[int, int], sp.Expr]]:
 
 def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.Expr], elimination: Elimination,
                  classified: EdgeClassification | None, fold: list[Edge], atoms: list[Atom], atom_method: str,
-                 dps: int) -> LawRecord:
+                 dps: int, minimal: MinimalSystem, meanings: Mapping[sp.Symbol, Meaning]) -> LawRecord:
     """The record of a law from its derivation and answers: exact moments at the values and symbolic,
-    the elimination, its classified discriminant edges (None: the continuation's ``fold`` edges), atoms."""
+    the elimination, its classified discriminant edges (None: the continuation's ``fold`` edges), atoms,
+    and the minimal system with the meanings of its unknowns."""
     system, model = derivation.system, derivation.model
     model_terms = model.args if isinstance(model, MatAdd) else (model,)
     heads = template = None
@@ -169,6 +207,8 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         moments=[terms_of(g) for g in general],
         heads=heads,
         template=template,
+        minimal=[_equation_latex(c, f, meanings[c], derivation.pencil) for c, f in minimal.equations],
+        minimal_definitions=[_equation_latex(d, f, meanings[d], derivation.pencil) for d, f in minimal.definitions],
     )
     return LawRecord(
         model=str(model),
@@ -190,4 +230,5 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         atom_method=atom_method,
         atoms=[atom_entry(a) for a in atoms],
         latex=latex,
+        system=system_entry(minimal, meanings, derivation.pencil, str(model)),
     )

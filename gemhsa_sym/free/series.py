@@ -74,9 +74,14 @@ def coefficient_ring(system: DysonSystem) -> tuple[sp.Domain, dict[sp.Expr, sp.S
     return (sp.QQ[tuple(gens.values())] if gens else sp.QQ), gens
 
 
-def series_iterates(system: DysonSystem, order: int) -> Iterator[dict[sp.Symbol, Series]]:
+def series_iterates(system: DysonSystem, order: int,
+                    schedule: Sequence[Sequence[sp.Symbol]] | None = None) -> Iterator[dict[sp.Symbol, Series]]:
     """Iterates of the truncated Dyson map (module docstring) from g = 0, as series to u^order
-    with coefficients in :func:`coefficient_ring`; the last one is the exact fixed point."""
+    with coefficients in :func:`coefficient_ring`; the last one is the exact fixed point.
+
+    With a ``schedule`` (groups of unknowns), one iterate updates the groups in turn, each from
+    the values the groups before it have just given (the map of a minimal system,
+    docs/equations.md §2.7); without, every unknown from the last iterate."""
     K, gens = coefficient_ring(system)
 
     def conv(e: sp.Expr) -> object:
@@ -93,7 +98,7 @@ def series_iterates(system: DysonSystem, order: int) -> Iterator[dict[sp.Symbol,
     zero = [K.zero] * (order + 1)
     g: dict[sp.Symbol, Series] = {u: list(zero) for u in system.unknowns}
 
-    def entry_series(k: tuple[int, int], const: dict, lin: dict, shift: bool) -> Series:
+    def entry_series(g: dict[sp.Symbol, Series], k: tuple[int, int], const: dict, lin: dict, shift: bool) -> Series:
         out = list(zero)
         if k in const:
             out[0] += const[k]
@@ -103,56 +108,61 @@ def series_iterates(system: DysonSystem, order: int) -> Iterator[dict[sp.Symbol,
                     out[j] += c * v
         return [K.zero] + out[:-1] if shift else out
 
+    def inverse(g: dict[sp.Symbol, Series], size: int, scaled: set, const: dict, lin: dict, wco: dict) -> list:
+        """M^{-1} of one sector at ``g``, as series per entry."""
+        A = [[[K.zero] * size for _ in range(size)] for _ in range(order + 1)]
+        for a in range(size):
+            for b in range(size):
+                ser = entry_series(g, (a, b), const, lin, a in scaled)
+                if a in scaled and (a, b) in wco:
+                    ser[0] += wco[(a, b)]
+                for j in range(order + 1):
+                    A[j][a][b] = ser[j]
+        mats = [DomainMatrix(rows, (size, size), K) for rows in A]
+        adj, det = mats[0].inv_den()
+        if not det or not K.is_unit(det):
+            raise SeriesError(f"the sector matrix at w = infinity has determinant {K.to_sympy(det)}, not a nonzero number")
+        X0 = adj.mul(K.quo(K.one, det))
+        X = [X0]
+        for k in range(1, order + 1):
+            acc = DomainMatrix.zeros((size, size), K)
+            for j in range(1, k + 1):
+                if any(any(row) for row in A[j]):
+                    acc = acc + mats[j] * X[k - j]
+            X.append(-(X0 * acc))
+        lists = [x.to_list() for x in X]
+        # M^{-1} = M'^{-1} D: columns of scaled rows gain a factor u
+        return [[[lists[j][a][b] if b not in scaled else (lists[j - 1][a][b] if j else K.zero)
+                  for j in range(order + 1)] for b in range(size)] for a in range(size)]
+
+    steps = schedule if schedule is not None else (system.unknowns,)
     while True:
-        inverses = []
-        for size, scaled, const, lin, wco in sectors:
-            A = [[[K.zero] * size for _ in range(size)] for _ in range(order + 1)]
-            for a in range(size):
-                for b in range(size):
-                    ser = entry_series((a, b), const, lin, a in scaled)
-                    if a in scaled and (a, b) in wco:
-                        ser[0] += wco[(a, b)]
-                    for j in range(order + 1):
-                        A[j][a][b] = ser[j]
-            mats = [DomainMatrix(rows, (size, size), K) for rows in A]
-            adj, det = mats[0].inv_den()
-            if not det or not K.is_unit(det):
-                raise SeriesError(f"the sector matrix at w = infinity has determinant {K.to_sympy(det)}, not a nonzero number")
-            X0 = adj.mul(K.quo(K.one, det))
-            X = [X0]
-            for k in range(1, order + 1):
-                acc = DomainMatrix.zeros((size, size), K)
-                for j in range(1, k + 1):
-                    if any(any(row) for row in A[j]):
-                        acc = acc + mats[j] * X[k - j]
-                X.append(-(X0 * acc))
-            lists = [x.to_list() for x in X]
-            # M^{-1} = M'^{-1} D: columns of scaled rows gain a factor u
-            inv = [[[lists[j][a][b] if b not in scaled else (lists[j - 1][a][b] if j else K.zero)
-                     for j in range(order + 1)] for b in range(size)] for a in range(size)]
-            inverses.append(inv)
-        new: dict[sp.Symbol, Series] = {}
-        for sym, rs in reads.items():
-            out = list(zero)
-            for s, a, b, c in rs:
-                for j, v in enumerate(inverses[s][a][b]):
-                    if v:
-                        out[j] += c * v
-            new[sym] = out
+        new = dict(g)
+        for step in steps:
+            source = new if schedule is not None else g
+            inverses = {s: inverse(source, *sectors[s]) for s in sorted({r[0] for sym in step for r in reads[sym]})}
+            for sym in step:
+                out = list(zero)
+                for s, a, b, c in reads[sym]:
+                    for j, v in enumerate(inverses[s][a][b]):
+                        if v:
+                            out[j] += c * v
+                new[sym] = out
         yield new
         if new == g:
             return
         g = new
 
 
-def moment_series(system: DysonSystem, k: int) -> list[sp.Expr]:
-    """Exact moments mu_1..mu_k of the law of Y^T Y, from m(w) = sum_j mu_j w^-(j+1)."""
+def moment_series(system: DysonSystem, k: int, schedule: Sequence[Sequence[sp.Symbol]] | None = None) -> list[sp.Expr]:
+    """Exact moments mu_1..mu_k of the law of Y^T Y, from m(w) = sum_j mu_j w^-(j+1)
+    (the iterates of :func:`series_iterates`, with its ``schedule``)."""
     if k < 1:
         raise ValueError("k: need at least one moment")
     K, gens = coefficient_ring(system)
     back = {s: e for e, s in gens.items() if s != e}
     g: dict[sp.Symbol, Series] = {}
-    for it, g in enumerate(series_iterates(system, k + 1)):
+    for it, g in enumerate(series_iterates(system, k + 1, schedule)):
         if it > MAX_ITERATIONS:
             raise SeriesError(f"the truncated Dyson map did not reach a fixed point in {MAX_ITERATIONS} iterations")
     m: Sequence = g[system.output]
