@@ -76,7 +76,7 @@ def document(record: LawRecord) -> str:
     out += [r"\section*{Appendix}"]
     if config_toml:
         out += [r"\subsection*{Configuration}", r"\begin{verbatim}", config_toml.strip(), r"\end{verbatim}"]
-    if tex.minimal and any(printed_width(meaning) > 1.5 * WIDTH for _, _, meaning, _ in tex.minimal):
+    if tex.minimal and any(_long(meaning) for _, _, meaning, _ in tex.minimal):
         out += [r"\subsection*{The unknowns of the minimal system}", *_meanings(tex.minimal)]
     if tex.minimal_definitions:
         out += [r"\subsection*{The unknowns given explicitly}", "In the order written, each uses only the unknowns of "
@@ -116,10 +116,15 @@ def _minimal_system(record: LawRecord) -> list[str]:
     return out
 
 
+def _long(meaning: str) -> bool:
+    """Whether a meaning is wider than a line and a half (the main part leaves it to the appendix)."""
+    return printed_width(meaning) > 1.5 * WIDTH
+
+
 def _meanings(rows: list[list], short: bool = False) -> list[str]:
     """The meaning of each unknown of ``rows`` as an itemised list; with ``short``, a meaning wider than
     a line and a half is left to the appendix."""
-    items = [rf"\item ${g}$: in the appendix" if short and printed_width(meaning) > 1.5 * WIDTH else
+    items = [rf"\item ${g}$: in the appendix" if short and _long(meaning) else
              rf"\item ${g} = {meaning}$" + (f", {_escape(heads)}" if heads else "") for g, _, meaning, heads in rows]
     return [r"{\raggedright", r"\begin{itemize}", *items, r"\end{itemize}", "}"]
 

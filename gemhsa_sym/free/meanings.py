@@ -58,10 +58,14 @@ class Meaning:
         """S_sides written with Y and G."""
         return {"ss": sp.Identity(Y.rows) + Y * G * Y.T, "st": Y * G, "ts": G * Y.T, "tt": G}[self.sides]
 
+    def factors(self, pencil: Pencil) -> list[MatrixExpr]:
+        """left, S_sides and right, in Y, G and the model's matrices, without identity factors."""
+        Y, G = resolvent_symbols(pencil)
+        return [f for f in (self.left, self.middle(Y, G), self.right) if not isinstance(f, sp.Identity)]
+
     def matrix(self, pencil: Pencil) -> MatrixExpr:
         """The matrix whose normalised trace the unknown is, in Y, G and the model's matrices."""
-        Y, G = resolvent_symbols(pencil)
-        factors = [f for f in (self.left, self.middle(Y, G), self.right) if not isinstance(f, sp.Identity)]
+        factors = self.factors(pencil)
         product = sp.MatMul(*factors) if len(factors) > 1 else factors[0]
         return product if self.shift is None else sp.MatAdd(product, self.shift)
 
@@ -72,8 +76,7 @@ class Meaning:
 
     def latex(self, pencil: Pencil) -> str:
         """The meaning as LaTeX mathematics (SymPy's printer; a line may break between the factors)."""
-        Y, G = resolvent_symbols(pencil)
-        factors = [f for f in (self.left, self.middle(Y, G), self.right) if not isinstance(f, sp.Identity)]
+        factors = self.factors(pencil)
         printed = [f"({sp.latex(f)})" if isinstance(f, sp.MatAdd) and len(factors) > 1 else sp.latex(f)
                    for f in factors]
         inner = r" \allowbreak ".join(printed) + ("" if self.shift is None else f" + {sp.latex(self.shift)}")

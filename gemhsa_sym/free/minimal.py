@@ -99,34 +99,31 @@ def _readout_functions(system: DysonSystem) -> dict[sp.Symbol, sp.Expr]:
     return {g: sp.factor(sp.cancel(sp.Add(*terms))) for g, terms in parts.items()}
 
 
+def _cycle_through(graph: Graph, nodes: frozenset[sp.Symbol], start: sp.Symbol,
+                   order: Mapping[sp.Symbol, int]) -> list[sp.Symbol] | None:
+    """A shortest directed cycle among ``nodes`` through ``start`` (breadth first), or None."""
+    parent: dict[sp.Symbol, sp.Symbol | None] = {start: None}
+    frontier = [start]
+    while frontier:
+        following = []
+        for u in frontier:
+            for v in sorted(graph[u] & nodes, key=order.__getitem__):
+                if v == start:  # the first edge back closes a shortest cycle: u is at the least depth
+                    path = [u]
+                    while (p := parent[path[-1]]) is not None:
+                        path.append(p)
+                    return path[::-1]
+                if v not in parent:
+                    parent[v] = u
+                    following.append(v)
+        frontier = following
+    return None
+
+
 def _shortest_cycle(graph: Graph, nodes: frozenset[sp.Symbol], order: Mapping[sp.Symbol, int]) -> list[sp.Symbol] | None:
-    """A shortest directed cycle among ``nodes`` (breadth first from each node), or None."""
-    best: list[sp.Symbol] | None = None
-    for start in sorted(nodes, key=order.__getitem__):
-        parent = {start: start}
-        frontier = [start]
-        while frontier and (best is None or len(parent) <= len(nodes)):
-            nxt = []
-            for u in frontier:
-                for v in sorted(graph[u] & nodes, key=order.__getitem__):
-                    if v == start:
-                        cycle = [u]
-                        while cycle[-1] != start:
-                            cycle.append(parent[cycle[-1]])
-                        if best is None or len(cycle) < len(best):
-                            best = cycle[::-1]
-                        nxt = []
-                        break
-                    if v not in parent:
-                        parent[v] = u
-                        nxt.append(v)
-                else:
-                    continue
-                break
-            frontier = nxt
-        if best is not None and len(best) == 1:
-            return best
-    return best
+    """A shortest directed cycle among ``nodes``, or None."""
+    cycles = (_cycle_through(graph, nodes, v, order) for v in sorted(nodes, key=order.__getitem__))
+    return min((c for c in cycles if c is not None), key=len, default=None)
 
 
 def feedback_set(graph: Graph, prefer: Sequence[sp.Symbol]) -> tuple[sp.Symbol, ...]:

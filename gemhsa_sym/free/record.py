@@ -172,9 +172,10 @@ def _equation_latex(g: sp.Symbol, f: sp.Expr, meaning: Meaning, pencil: Pencil) 
     the terms of num - g den = 0, which the document breaks over lines; the meaning as mathematics
     and the heads it is about as text."""
     whole = rf"{sp.latex(g)} = {sp.latex(f)}"
+    if printed_width(whole) <= WIDTH:
+        return [sp.latex(g), [whole], meaning.latex(pencil), meaning.heads or ""]
     num, den = sp.fraction(sp.together(f))
-    terms = [whole] if printed_width(whole) <= WIDTH else terms_of(sp.expand(num - g * den))
-    return [sp.latex(g), terms, meaning.latex(pencil), meaning.heads or ""]
+    return [sp.latex(g), terms_of(sp.expand(num - g * den)), meaning.latex(pencil), meaning.heads or ""]
 
 
 def _nonzero_entries(M: sp.Matrix) -> list[tuple[tuple[int, int], sp.Expr]]:
