@@ -56,6 +56,9 @@ def test_single_head_has_seven_unknowns_and_m_explicit() -> None:
     minimal = law.minimal()
     assert len(law.system.unknowns) == 18 and len(minimal.unknowns) == 7
     assert dict(minimal.definitions)[minimal.output] == 1 / (sp.Symbol("w") - sp.Symbol("g_{v3,v3}"))
+    printed, latex = str(minimal), sp.latex(minimal)
+    assert printed.startswith("unknowns (7): ") and "\nwhere\n  g_{t,t} = 1/(-g_{v3,v3} + w)" in printed
+    assert latex.startswith(r"\begin{aligned}") and latex.count("&=") == 7 + 8
 
 
 def _acyclic(graph: dict, removed: set) -> bool:

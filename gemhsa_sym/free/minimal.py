@@ -56,7 +56,6 @@ class MinimalSystem:
     unknowns: tuple[sp.Symbol, ...]
     definitions: tuple[tuple[sp.Symbol, sp.Expr], ...]
     equations: tuple[tuple[sp.Symbol, sp.Expr], ...]
-    read_only: tuple[sp.Symbol, ...]
 
     @property
     def output(self) -> sp.Symbol:
@@ -68,11 +67,8 @@ class MinimalSystem:
         """The minimal map as updates in turn: each definition, then the unknowns C together."""
         return tuple((d,) for d, _ in self.definitions) + (self.unknowns,)
 
-    def sympy_equations(self) -> list[sp.Eq]:
-        """The equations c = F_c, then the definitions d = F_d (unevaluated)."""
-        return [sp.Eq(c, f, evaluate=False) for c, f in self.equations + self.definitions]
-
     def __str__(self) -> str:
+        """The equations, then the definitions after "where"."""
         lines = [f"unknowns ({len(self.unknowns)}): {', '.join(map(str, self.unknowns))}   m(w) = {self.output}"]
         lines += [f"  {c} = {f}" for c, f in self.equations]
         if self.definitions:
@@ -81,6 +77,7 @@ class MinimalSystem:
         return "\n".join(lines)
 
     def _latex(self, printer: sp.printing.latex.LatexPrinter) -> str:
+        """``sympy.latex`` of the system: every equation in one aligned block."""
         rows = [printer._print(c) + " &= " + printer._print(f) for c, f in self.equations + self.definitions]
         return r"\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}"
 
@@ -128,8 +125,8 @@ def _shortest_cycle(graph: Graph, nodes: frozenset[sp.Symbol], order: Mapping[sp
 
 def feedback_set(graph: Graph, prefer: Sequence[sp.Symbol]) -> tuple[sp.Symbol, ...]:
     """A minimum set of nodes meeting every cycle of ``graph`` (node -> nodes it depends on),
-    by iterative deepening: one node of a shortest remaining cycle must be in it. Among sets of
-    the same size, the first in the order of ``prefer`` is returned."""
+    by iterative deepening: one node of a shortest remaining cycle must be in it. The search tries
+    nodes in the order of ``prefer``, so that among sets of one size the preferred come first."""
     order = {g: k for k, g in enumerate(prefer)}
 
     def search(nodes: frozenset[sp.Symbol], budget: int) -> tuple[sp.Symbol, ...] | None:
@@ -157,8 +154,7 @@ def minimal_system(system: DysonSystem) -> MinimalSystem:
     functions = _readout_functions(system)
     unknowns = set(system.unknowns)
     graph = {g: frozenset(f.free_symbols & unknowns) for g, f in functions.items()}
-    used = set().union(*graph.values()) | {system.output}
-    read_only = tuple(g for g in system.unknowns if g not in used)
+    used = set().union(*graph.values()) | {system.output}  # the others are only read out
     live = {g: deps for g, deps in graph.items() if g in used}
     # prefer unknowns that many others use, so that the definitions are the short read-outs
     uses = {g: sum(g in deps for deps in live.values()) for g in live}
@@ -171,7 +167,6 @@ def minimal_system(system: DysonSystem) -> MinimalSystem:
         unknowns=core,
         definitions=tuple((d, functions[d]) for d in defined),
         equations=tuple((c, functions[c]) for c in core),
-        read_only=read_only,
     )
 
 
