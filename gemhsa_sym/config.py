@@ -40,6 +40,8 @@ SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"
 TARGETS: tuple[str, ...] = ("output", "attention")
 #: How the tokens are drawn: iid Gaussian, or sqrt(d) times n rows of a Haar orthogonal matrix (docs/extensions.md §8.2).
 TOKENS: tuple[str, ...] = ("gaussian", "orthonormal", "covariance")
+#: Which keys a query sees: all n, or the keys j <= i of a decoder layer (docs/extensions.md §8.6).
+MASKS: tuple[str, ...] = ("none", "causal")
 #: Fields that only the output target uses, with their defaults (docs/extensions.md §8.1).
 _OUTPUT_SIDE: dict[str, Any] = {"kv": "independent", "rho": 0, "output": "independent", "residual": None}
 #: Most heads: sharing partitions are stored head by head.
@@ -79,7 +81,8 @@ class Config:
     are then left out. ``residual = alpha`` (default none) adds the residual stream
     R = X + alpha sqrt(n) Y (needs d_out = d) and asks for the law of R^T P R / n,
     P = I - 11^T/n. ``tokens = "orthonormal"`` (default ``"gaussian"``) draws the tokens as
-    sqrt(d) times n rows of a Haar orthogonal matrix (n <= d) (docs/extensions.md §8.1, §8.2, §8.4).
+    sqrt(d) times n rows of a Haar orthogonal matrix (n <= d). ``mask = "causal"`` (default ``"none"``)
+    lets query i see the keys j <= i only (docs/extensions.md §8.1, §8.2, §8.4, §8.6).
     """
 
     n: sp.Rational = sp.Integer(1)
@@ -103,6 +106,7 @@ class Config:
     residual: sp.Expr | None = None
     tokens: str = "gaussian"
     token_covariance: Mapping[str, Any] | tuple[tuple[sp.Expr, sp.Expr], ...] | None = None
+    mask: str = "none"
 
     def __post_init__(self) -> None:
         def put(key: str, value: Any) -> None:
@@ -146,6 +150,11 @@ class Config:
             raise ValueError(f"target: unknown option {self.target!r}; choose one of {', '.join(TARGETS)}")
         if self.tokens not in TOKENS:
             raise ValueError(f"tokens: unknown option {self.tokens!r}; choose one of {', '.join(TOKENS)}")
+        if self.mask not in MASKS:
+            raise ValueError(f"mask: unknown option {self.mask!r}; choose one of {', '.join(MASKS)}")
+        if self.mask == "causal" and (self.target != "output" or self.normalisation != "row"):
+            raise ValueError("mask: a causal layer normalises row i over its i keys; it needs target = 'output' and "
+                             "normalisation = 'row'")
         put("token_covariance", self._spectrum())
         if self.token_covariance is not None and (OUTPUT_RULES[self.output].from_keys or self.residual is not None):
             raise ValueError("tokens: with a token covariance the width d is split into blocks; the key-built output and "
@@ -334,6 +343,8 @@ class Config:
             data["residual"] = str(self.residual)
         if self.tokens != "gaussian":
             data["tokens"] = self.tokens
+        if self.mask != "none":
+            data["mask"] = self.mask
         if self.token_covariance is not None:
             data["token_covariance"] = {"values": [str(v) for v, _ in self.token_covariance],
                                         "weights": [str(w) for _, w in self.token_covariance]}

@@ -194,7 +194,10 @@ class AttentionLayer:
             return Y if self.config.residual is None else X / np.sqrt(len(X)) + float(self.config.residual) * Y
         if rng is None:
             raise ValueError("rng: the Gaussian-equivalent model draws noise Z; pass a numpy Generator")
-        return self._equivalent(weights, X, rng)
+        Y = self._causal_equivalent(weights, X, rng) if self.config.mask == "causal" else self._equivalent(weights, X, rng)
+        if self.config.mask == "causal" and self.config.residual is not None:
+            return X / np.sqrt(len(X)) + float(self.config.residual) * Y
+        return Y
 
     def _attention_matrix(self, weights: Weights, X: np.ndarray) -> np.ndarray:
         """sqrt(n) (A - J) of the real layer's one head (docs/extensions.md §8.1)."""
@@ -221,9 +224,11 @@ class AttentionLayer:
         Y = np.zeros((len(X), weights.output[0].shape[1]))
         for h, w_o in enumerate(weights.output):
             s = queries[weights.query.group[h]] @ keys[weights.key.group[h]].T
+            if config.mask == "causal":  # query i sees the keys j <= i
+                s[np.triu_indices(len(s), 1)] = -np.inf
             if config.normalisation == "row" and score.shift_invariant:
                 s -= s.max(axis=1, keepdims=True)
-            f = score.numeric(s)
+            f = score.numeric(s) if config.mask == "none" else np.tril(score.numeric(np.tril(s)))
             head = f @ values[weights.value.group[h]]
             head /= f.sum(axis=1, keepdims=True) if config.normalisation == "row" else len(f)
             Y += head @ w_o
@@ -265,6 +270,24 @@ class AttentionLayer:
         if roles["W_O"] is not None:
             real[roles["W_O"]] = weights.fresh_output[h]
         return real
+
+    def _causal_equivalent(self, weights: Weights, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The causal layer's Gaussian equivalent (docs/extensions.md §8.6): sum_h A^h V^h W_O^h with
+        A^h_ij = (c_0 + mu_1 S_ij + sigma Z^h_ij) / i for j <= i and 0 above the diagonal, S = Q^h K^hT / sqrt(d_k)
+        the unscaled scores of these tokens and weights, Z^h n x n N(0, 1) drawn from ``rng`` in head order."""
+        n = len(X)
+        c0, mu1, sigma = ge_coefficients(self.config)
+        rows = np.arange(1, n + 1, dtype=float)[:, None]
+        Y = np.zeros((n, weights.output[0].shape[1]))
+        for h, w_o in enumerate(weights.output):
+            a = (X @ weights.query.head(h)) @ (X @ weights.key.head(h)).T
+            a *= mu1 / weights.query.matrices[0].shape[1] ** 0.5
+            a += sigma * rng.standard_normal((n, n))
+            a += c0
+            a = np.tril(a)
+            a /= rows
+            Y += a @ (X @ weights.value.head(h)) @ w_o
+        return Y
 
     def _equivalent(self, weights: Weights, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         n = len(X)

@@ -31,7 +31,7 @@ from .hermite import HermiteData, hermite_data
 from .parse import to_number
 from .rules import OUTPUT_RULES, VALUE_RULES
 
-__all__ = ["MU1", "SIGMA", "GaussianEquivalent", "gaussian_equivalent"]
+__all__ = ["MU1", "SIGMA", "GaussianEquivalent", "gaussian_equivalent", "head_sum"]
 
 #: The Gaussian-equivalence coefficients as symbols of the model (docs/model.md §1.5).
 MU1 = sp.Symbol("mu_1", real=True)
@@ -118,7 +118,14 @@ def _tokens(config: Config, dims: dict[str, Dim], ratios: dict[Dim, sp.Expr]) ->
 
 
 def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) -> GaussianEquivalent:
-    """The polynomial of the module docstring for ``config`` (``heads`` may be a SymPy symbol)."""
+    """The polynomial of the module docstring for ``config`` (``heads`` may be a SymPy symbol); a causal
+    layer has none (docs/extensions.md §8.6) and is refused with the reason."""
+    if config.mask != "none":
+        raise NotImplementedError(
+            "mask: the Gaussian equivalent of a causal layer masks its scores entrywise and normalises row i by 1/i, "
+            "which no polynomial in Gaussian matrices expresses; its law is not derived yet (docs/extensions.md §8.6), "
+            "only `gemhsa-sym sample` draws it"
+        )
     scale = config.score_scale
     coeff = hermite_data(config.score, config.beta * scale, config.normalisation)
     H = sp.Integer(config.heads) if heads is None else heads if isinstance(heads, sp.Expr) else to_number(heads, "heads")
@@ -156,14 +163,14 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     grouped = {(lvl, g, part) for lvl, g, part in ((lq, gq, config.share_q), (lk, gk, config.share_k), (lv, gv, config.share_v)) if lvl == "group"}
     regular = "irregular" not in (lq, lk, lv) and len({part for *_, part in grouped}) <= 1
     if not regular:
-        return GaussianEquivalent(_explicit(config, template, roles), ratios, coeff, template, roles, scale)
+        return GaussianEquivalent(head_sum(config, template, roles), ratios, coeff, template, roles, scale)
     G = sp.Integer(next(iter(grouped))[1]) if grouped else sp.S.One
     levels = [(x, "global") for x in tokens.shared] + [(Z, "head")] + [(g, lq) for g in tokens.query]
     levels += [(g, lk) for g in tokens.key] + [(g, lv) for g in values] + ([] if WO is None else [(WO, "head")])
     return GaussianEquivalent(ExchangeableSum(template, G, H / G, tuple(levels)), ratios, coeff, template, roles, scale)
 
 
-def _explicit(config: Config, template: MatrixExpr, roles: dict[str, Any]) -> MatrixExpr:
+def head_sum(config: Config, template: MatrixExpr, roles: dict[str, Any]) -> MatrixExpr:
     """The head-by-head sum, one symbol per sharing group (sharing patterns without exchangeable heads)."""
     terms = []
     for h in range(config.heads):

@@ -128,8 +128,9 @@ def _torch_backend() -> ModuleType:
 
 
 def torch_draws(config: Config) -> bool:
-    """Whether the torch backend draws ``config``: the centred output with Gaussian tokens and no residual stream."""
-    return config.target == "output" and config.tokens == "gaussian" and config.residual is None
+    """Whether the torch backend draws ``config``: the centred output of a bidirectional layer with Gaussian tokens
+    and no residual stream."""
+    return config.target == "output" and config.tokens == "gaussian" and config.residual is None and config.mask == "none"
 
 
 def gram_spectrum(M: np.ndarray) -> np.ndarray:
@@ -222,8 +223,8 @@ def check_draws(tasks: Sequence[DrawTask | PolynomialDraw], workers: int | None)
             biggest["cpu"] = max(biggest.get("cpu", 0), task.model.draw_bytes(task.n))
             continue
         if task.backend == "torch" and not torch_draws(task.config):
-            raise NotImplementedError("backend: the torch backend draws the centred output of a layer with Gaussian tokens "
-                                      "and without residual stream; use the numpy backend")
+            raise NotImplementedError("backend: the torch backend draws the centred output of a bidirectional layer with "
+                                      "Gaussian tokens and without residual stream; use the numpy backend")
         sizes = task.config.sizes(task.n)
         if sizes["n"] < 2:
             raise ValueError(f"n: the centred output needs at least 2 tokens, got {sizes['n']}")

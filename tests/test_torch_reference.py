@@ -38,6 +38,9 @@ CONFIGS |= {
         PRESETS["correlated-kv"].replace(heads=4, d_k="1/4", d_v="1/4", share_k={"groups": 2}, rho="-0.3")
     ),
     "key-output-heads": scaled(PRESETS["key-output"].replace(heads=2, d_k="1/2", d_v="1/2", beta="0.6")),
+    "causal-single-head": scaled(PRESETS["single-head"].replace(mask="causal")),
+    "causal-gqa": scaled(PRESETS["gqa"].replace(mask="causal", beta="1.7")),
+    "causal-tied-kv": scaled(PRESETS["tied-kv"].replace(mask="causal", beta="-0.9")),
 }
 #: Shapes outside torch's multi-head module (d_v != d_k, d_out != d, H d_k != d).
 RECTANGULAR = {
@@ -62,13 +65,13 @@ def relative_error(Y: np.ndarray, reference: torch.Tensor) -> float:
 
 
 def per_head_sdpa(config: Config, X: np.ndarray, weights: Weights) -> torch.Tensor:
-    """sum_h sdpa(Q^h, K^h, V^h; scale = beta / sqrt(d_k)) W_O^h in torch float64."""
+    """sum_h sdpa(Q^h, K^h, V^h; scale = beta / sqrt(d_k), causal for a causal layer) W_O^h in torch float64."""
     x = torch.from_numpy(X)
     out = 0
     for h in range(config.heads):
         q, k, v = (x @ torch.from_numpy(p.head(h)) for p in (weights.query, weights.key, weights.value))
         scale = float(config.beta) / math.sqrt(q.shape[1])
-        head = F.scaled_dot_product_attention(q[None], k[None], v[None], scale=scale)[0]
+        head = F.scaled_dot_product_attention(q[None], k[None], v[None], scale=scale, is_causal=config.mask == "causal")[0]
         out = out + head @ torch.from_numpy(weights.output[h])
     return out
 
@@ -76,16 +79,18 @@ def per_head_sdpa(config: Config, X: np.ndarray, weights: Weights) -> torch.Tens
 def multi_head_module(config: Config, X: np.ndarray, weights: Weights) -> torch.Tensor:
     """torch's multi-head attention forward with the weights packed as its projections.
 
-    Its head width is d / H and its scale 1 / sqrt(d / H); beta goes into W_Q.
+    Its head width is d / H and its scale 1 / sqrt(d / H); beta goes into W_Q. A causal layer passes the
+    boolean mask that hides the keys j > i from query i.
     """
     heads = config.heads
     stack = lambda p: torch.from_numpy(np.concatenate([p.head(h) for h in range(heads)], axis=1))  # noqa: E731
     in_proj = torch.cat([stack(weights.query) * float(config.beta), stack(weights.key), stack(weights.value)], 1)
     out_proj = torch.from_numpy(np.concatenate(weights.output))
     x = torch.from_numpy(X)[:, None, :]
+    hidden = torch.ones(len(X), len(X), dtype=torch.bool).triu(1) if config.mask == "causal" else None
     out, _ = F.multi_head_attention_forward(
         x, x, x, x.shape[-1], heads, in_proj.T.contiguous(), None, None, None, False, 0.0,
-        out_proj.T.contiguous(), None, training=False, need_weights=False,
+        out_proj.T.contiguous(), None, training=False, need_weights=False, attn_mask=hidden,
     )
     return out[:, 0, :]
 
@@ -139,3 +144,26 @@ def test_attention_matrix_against_torch_softmax(tokens: str) -> None:
     assert relative_error(M, math.sqrt(N) * (A - 1.0 / N)) < 1e-12
     if tokens == "orthonormal":
         np.testing.assert_allclose(X @ X.T, N * np.eye(N), atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["causal-single-head", "causal-gqa"])
+def test_causal_gaussian_equivalent_draw(name: str) -> None:
+    """The causal Gaussian-equivalent draw is sum_h A^h V^h W_O^h with A^h_ij = (c_0 + mu_1 S^h_ij + sigma Z^h_ij) / i
+    below the diagonal and 0 above, Z^h the next n x n normals of the draw's generator (docs/extensions.md §8.6)."""
+    from gemhsa_sym.layer import ge_coefficients, layer_of
+
+    config = CONFIGS[name]
+    layer, rng = layer_of(config), np.random.default_rng(9)
+    sizes = config.sizes(N)
+    X = layer.draw_tokens(sizes, rng)
+    weights = layer.draw_weights(sizes, rng)
+    Y = layer.output(weights, X, "ge", np.random.default_rng(3))
+    c0, mu1, sigma = ge_coefficients(config)
+    noise, x = np.random.default_rng(3), torch.from_numpy(X)
+    reference = 0
+    for h in range(config.heads):
+        q, k, v = (x @ torch.from_numpy(p.head(h)) for p in (weights.query, weights.key, weights.value))
+        bracket = c0 + mu1 * q @ k.T / math.sqrt(q.shape[1]) + sigma * torch.from_numpy(noise.standard_normal((N, N)))
+        A = torch.tril(bracket) / torch.arange(1, N + 1, dtype=torch.float64)[:, None]
+        reference = reference + A @ v @ torch.from_numpy(weights.output[h])
+    assert relative_error(Y, reference) < 1e-12

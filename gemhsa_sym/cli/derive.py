@@ -6,6 +6,7 @@ import argparse
 import json
 import time
 
+from gemhsa_sym.causal import causal_report
 from gemhsa_sym.cli.common import add_config_arguments, check_outputs, digits, grid, input_from_args, integer, seconds
 from gemhsa_sym.config import MAX_HEADS, Config
 from gemhsa_sym.derive import AttentionLaw, law_of
@@ -54,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(config, Config) and args.heads is not None:
         config = config.with_heads(args.heads)
     points = args.grid
+    if isinstance(config, Config) and config.mask == "causal":
+        if args.latex:
+            raise NotImplementedError("latex: the document of a causal law is not built; use --json")
+        return _run_causal(args, config)
     start = time.perf_counter()
     law = law_of(config)
     derived = time.perf_counter() - start
@@ -93,6 +98,35 @@ def run(args: argparse.Namespace) -> int:
         for x, r in zip(points, report["density"]["density"]):
             print(f"{x:.8g}\t{r:.12g}")
     print(f"derived in {derived:.2f} s, solved in {report['timing']['total_s'] - derived:.2f} s")
+    return 0
+
+
+def _run_causal(args: argparse.Namespace, config: Config) -> int:
+    """A causal configuration's law (docs/extensions.md §8.6): its profiled model, quantiles, tail exponent."""
+    start = time.perf_counter()
+    report = causal_report(config, args.grid)
+    report["timing"] = {"total_s": time.perf_counter() - start}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"configuration: {config.name or args.config}: {config.summary()}")
+    print(f"coefficients: c_0 = {report['coefficients']['c0']}, mu_1 = 0, sigma^2 = {report['coefficients']['sigma2']}")
+    print(f"model: Y = {report['model']}, {report['profile']}")
+    print(f"left out: {report['left_out']}")
+    print(f"equation: {report['equation']}")
+    print(f"solved on {report['nodes']} positions (level {report['level']}), achieved error {report['error']:.1e}")
+    below, mass = report["mass_below_grid"]
+    for q, x in zip(report["quantiles"]["q"], report["quantiles"]["x"]):
+        print(f"quantile {q:g}: " + (f"{x:.6g}" if x is not None else f"below {below:g} (F({below:g}) = {mass:.4f})"))
+    print(f"tail: P(lambda > x) ~ c x^-kappa, kappa = {report['tail_exponent']:.3f} (fitted on [{report['tail_range'][0]:g}, "
+          f"{report['tail_range'][1]:g}])")
+    print(f"moments: none ({report['moments']})")
+    print(f"P(m, w): none ({report['polynomial_reason']})")
+    if args.grid is not None:
+        print("x\tdensity")
+        for x, r in zip(report["density"]["x"], report["density"]["density"]):
+            print(f"{x:.8g}\t{r:.12g}")
+    print(f"solved in {report['timing']['total_s']:.1f} s")
     return 0
 
 

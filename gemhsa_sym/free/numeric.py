@@ -140,7 +140,9 @@ class _Pairs:
     @classmethod
     def of(cls, C: np.ndarray, T: np.ndarray) -> "_Pairs":
         m, k = C.shape[0], C.shape[-1]
-        nonzero = np.vectorize(bool, otypes=[bool])
+        def nonzero(a: np.ndarray) -> np.ndarray:
+            return np.vectorize(bool, otypes=[bool])(a) if a.dtype == object else a != 0
+
         ti, ta, td = np.nonzero(nonzero(T)) if T.size else (np.array([], int),) * 3
         cj, cb, cc = np.nonzero(nonzero(C)) if C.size else (np.array([], int),) * 3
         target = (ti[:, None] * m + cj[None, :]).ravel()
@@ -230,7 +232,13 @@ class NumericSystem:
         for g, reads in system.readout.items():
             for s, i, j, v in reads:
                 T[s][index[g], i, j] += num(v)
-        return cls(tuple(A), tuple(E), tuple(C), tuple(T), index[system.output], backend, tuple(_Pairs.of(c, t) for c, t in zip(C, T)))
+        return cls.of(A, E, C, T, index[system.output], backend)
+
+    @classmethod
+    def of(cls, A: list[np.ndarray], E: list[np.ndarray], C: list[np.ndarray], T: list[np.ndarray], output: int,
+           backend: Backend) -> "NumericSystem":
+        """The system of the arrays A, E, C, T per sector (class docstring) with its Jacobian's pairs."""
+        return cls(tuple(A), tuple(E), tuple(C), tuple(T), output, backend, tuple(_Pairs.of(c, t) for c, t in zip(C, T)))
 
     @property
     def size(self) -> int:

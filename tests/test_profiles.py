@@ -1,0 +1,114 @@
+"""Variance profiles over positions: the discretised Dyson equation against closed forms, the exact
+two-block model and Monte Carlo (docs/equations.md §2.9, docs/solving.md §3.11)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from scipy import integrate
+
+from gemhsa_sym.free.law import spectral_law
+from gemhsa_sym.free.matrices import Dim, Gaussian
+from gemhsa_sym.free.profiled_law import ProfiledModel, ProfileError, distribution, mass_below, stieltjes
+from gemhsa_sym.free.profiles import Profile, Quadrature, T, U
+
+n, o = Dim("n"), Dim("o")
+TRIANGULAR = Gaussian("T", n, n)
+
+
+def triangular() -> ProfiledModel:
+    """T with its upper triangle and diagonal iid N(0, 1/n): T^T T is the quasinilpotent DT operator's square."""
+    return ProfiledModel(TRIANGULAR, {n: 1}, n, {TRIANGULAR: Profile(region="upper")})
+
+
+def contour_moments(model: ProfiledModel, k: int, radius: float = 20.0, points: int = 64) -> np.ndarray:
+    """m_j = (1 / 2 pi i) contour integral of m(w) w^j dw on |w| = radius (m real on the real axis, so the
+    lower half circle is the conjugate of the upper one)."""
+    angles = (np.arange(points) + 0.5) * np.pi / points
+    w = radius * np.exp(1j * angles)
+    m = stieltjes(model, w, tol=1e-12).m
+    w, m = np.r_[w, w.conj()], np.r_[m, m.conj()]
+    return np.array([np.mean(m * w ** (j + 1)).real for j in range(k + 1)])
+
+
+def test_triangular_gaussian_moments_are_k_to_the_k_over_k_plus_one_factorial() -> None:
+    """Dykema & Haagerup: E tr (T^T T)^k = k^k / (k + 1)!: 1/2, 2/3, 9/8, 32/15."""
+    moments = contour_moments(triangular(), 5)
+    exact = [k**k / math.factorial(k + 1) for k in range(6)]
+    assert np.allclose(moments, exact, rtol=0, atol=1e-9), moments
+
+
+def test_profile_constant_on_two_blocks_equals_the_exact_two_block_model() -> None:
+    """X W with the columns of X scaled by 1/2 on the first half of d and by 3/2 on the second, against
+    sqrt(1/2) X_1 W_1 + sqrt(3/2) X_2 W_2 of today's block machinery (the two-level token covariance)."""
+    d, d1, d2 = Dim("d"), Dim("d1"), Dim("d2")
+    X, W = Gaussian("X", n, d), Gaussian("W", d, o)
+    half = sp.Rational(1, 2)
+    model = ProfiledModel(X * W, {n: 1, d: 1, o: half}, d, {X: Profile(col=sp.Piecewise((half, U < half), (3 * half, True)))})
+    X1, X2, W1, W2 = Gaussian("X1", n, d1), Gaussian("X2", n, d2), Gaussian("W1", d1, o), Gaussian("W2", d2, o)
+    exact = spectral_law(sp.sqrt(half) * X1 * W1 + sp.sqrt(3 * half) * X2 * W2, {n: 1, d1: half, d2: half, o: half})
+    w = np.array([0.3 + 0.2j, 1.0 + 0.01j, 2.5 + 1e-3j, 4.0 + 0.5j])
+    values = stieltjes(model, w, tol=1e-12)
+    assert np.max(np.abs(values.m - [complex(exact.stieltjes(x, dps=30)) for x in w])) < 1e-12
+    assert np.all(values.error < 1e-12)
+
+
+def test_mass_below_against_marchenko_pastur() -> None:
+    """F(x) of the square Wishart (no profile) by the contour integral, against the integrated density."""
+    X = Gaussian("X", n, o)
+    model = ProfiledModel(X, {n: 1, o: 1}, n, {})
+    for x in (0.5, 1.0, 3.0):
+        exact = integrate.quad(lambda t: np.sqrt(t * (4 - t)) / (2 * np.pi * t), 0, x)[0]
+        mass, error = mass_below(model, x)
+        assert abs(mass - exact) < 1e-8 and error < 1e-9  # measured: 1e-10 to 2e-9
+
+
+def test_triangular_law_against_monte_carlo() -> None:
+    """The distribution of T^T T against eigenvalues of triangular Gaussian matrices at n = 600: KS within
+    the Monte Carlo scale, all mass in [0, e], the mean 1/2."""
+    law = distribution(triangular(), np.geomspace(0.02, math.e, 256), tol=1e-4)
+    assert abs(law.cdf[-1] - 1) < 1e-3  # the trapezoidal rule on the grid
+    rng = np.random.default_rng(np.random.SeedSequence(7))
+    size = 600
+    samples = np.concatenate([np.linalg.eigvalsh(t.T @ t) for t in
+                              (np.triu(rng.standard_normal((size, size))) / np.sqrt(size) for _ in range(3))])
+    inside = (samples > law.x[0]) & (samples < law.x[-1])
+    cdf = np.interp(samples[inside], law.x, law.cdf)
+    empirical = (np.searchsorted(np.sort(samples), samples[inside], side="right")) / samples.size
+    assert np.max(np.abs(cdf - empirical)) < 0.02
+    assert abs(samples.mean() - 0.5) < 0.01 and samples.max() < math.e + 0.3
+
+
+def test_quadrature_is_exact_for_panel_polynomials() -> None:
+    q = Quadrature.graded(2, 6, 5, breaks=(0.3,))
+    f = lambda u: 3 * u**2 - u + 2  # noqa: E731
+    assert np.allclose(q.lower @ f(q.nodes), q.nodes**3 - q.nodes**2 / 2 + 2 * q.nodes, atol=1e-13)
+    assert np.allclose(q.upper @ f(q.nodes), 2.5 - (q.nodes**3 - q.nodes**2 / 2 + 2 * q.nodes), atol=1e-13)
+    assert 0.3 in q.edges
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(region="diagonal"), "region"),
+    (dict(row=1 / U), "row must be an expression in t"),
+    (dict(col=T + U), "col must be an expression in u"),
+])
+def test_bad_profiles_are_refused(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Profile(**kwargs)
+
+
+def test_profile_on_a_side_without_positions_is_refused() -> None:
+    X = Gaussian("X", n, o)
+    model = ProfiledModel(X, {n: 1, o: 1}, n, {X: Profile(col=U)})
+    with pytest.raises(ValueError, match="not the positional group"):
+        stieltjes(model, 1j)
+
+
+def test_an_unreachable_tolerance_is_refused_with_the_error_reached() -> None:
+    Z = Gaussian("Z", n, n)
+    model = ProfiledModel(Z, {n: 1}, n, {Z: Profile(row=1 / T, region="lower")})
+    with pytest.raises(ProfileError, match="changed m"):
+        stieltjes(model, np.array([0.5 + 0.01j]), tol=1e-15)
