@@ -91,7 +91,8 @@ def causal_report(config: Config, grid: np.ndarray | None = None) -> dict[str, A
         "mass_below_grid": [float(law.x[0]), float(law.cdf[0])],
         "tail_exponent": law.tail_exponent(),
         "tail_range": [float(top[0]), float(top[-1])],
-        "moments": "the law has a heavy tail, P(lambda > x) ~ c / x^kappa with kappa <= 1, so its mean and every higher moment diverge",
+        "moments": "the law has a heavy tail, P(lambda > x) ~ c / x^kappa with kappa near 1 (row i of the noise has variance "
+                   "n / i), so its mean and every higher moment diverge",
         "polynomial_reason": "the equation is function-valued in the positions; no finite polynomial system is eliminated",
         "cdf": {"x": law.x.tolist(), "F": law.cdf.tolist()},
     }

@@ -68,6 +68,11 @@ def test_derive_refuses_the_softmax_causal_layer_in_one_line(capsys: pytest.Capt
     err = capsys.readouterr().err.strip()
     assert err.startswith("gemhsa-sym: error: score: the softmax score has mu_1") and "\n" not in err
     assert main(["derive", "single-head", "--set", "mask=causal", "--set", "score=square", "--latex", "out.tex"]) == 2
+    assert main(["verify", "single-head", "--set", "mask=causal", "--n", "200"]) == 2
+    assert main(["verify", "single-head", "--set", "mask=causal", "--set", "score=square", "--cache", ".", "--n", "200"]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert errors[1].startswith("gemhsa-sym: error: score: the softmax score has mu_1")
+    assert errors[2].startswith("gemhsa-sym: error: cache: a causal layer's law is not cached")
 
 
 @pytest.mark.slow
@@ -80,3 +85,33 @@ def test_square_score_report_quantiles_and_tail() -> None:
         if x is not None:
             assert abs(np.mean(eigenvalues <= x) - q) < 0.02, (q, x)
     assert 0.8 < report["tail_exponent"] < 1.2
+
+
+def test_ks_to_a_law_on_a_grid_and_hills_estimator_on_pareto_samples() -> None:
+    """The comparisons of a law without moments: KS against a grid law agrees with scipy's one-sample KS where the
+    grid covers the sample, and Hill's estimator recovers the exponent of a Pareto tail."""
+    from scipy import stats
+
+    from gemhsa_sym.free.profiled_law import Distribution
+    from gemhsa_sym.verification.causal import hill, ks_to_law
+
+    x = np.geomspace(1.0, 1e8, 4000)
+    law = Distribution(x, 1 - 1 / x, x**-2.0, 0.0, 0, 0)  # P(lambda > x) = 1 / x on [1, oo)
+    samples = stats.pareto(1.0).rvs(size=20000, random_state=np.random.default_rng(2))
+    samples = samples[samples < 1e8]
+    assert abs(ks_to_law(law, samples) - stats.kstest(samples, stats.pareto(1.0).cdf).statistic) < 1e-3
+    assert abs(hill(samples) - 1) < 0.15
+    assert abs(law.tail_exponent() - 1) < 1e-9
+
+
+@pytest.mark.slow
+def test_verify_of_a_causal_layer_prints_quantiles_and_tails(tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    figure = tmp_path / "causal.png"
+    assert main(["verify", "single-head", "--set", "mask=causal", "--set", "score=square", "--n", "500", "--draws", "2",
+                 "--json", "--plot", str(figure)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    (point,) = report["points"]
+    assert point["ks_theory_softmax"] < 0.02 and point["ks_theory_ge"] < 0.02
+    assert 0.8 < report["theory"]["tail_exponent"] < 1.2 and figure.stat().st_size > 0

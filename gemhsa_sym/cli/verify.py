@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from gemhsa_sym.causal import causal_distribution, causal_model
 from gemhsa_sym.cli.common import (
     MAX_DRAWS,
     MAX_SEED,
@@ -18,7 +19,9 @@ from gemhsa_sym.cli.common import (
     int_list,
     integer,
 )
+from gemhsa_sym.config import Config
 from gemhsa_sym.executors import open_executor, show_progress
+from gemhsa_sym.verification.causal import format_causal, verify_causal
 from gemhsa_sym.verification.compare import format_report, verify
 
 
@@ -40,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "drawn by its own sampler instead: the eigenvalues of Y^T Y at sizes ratio * n with entries\n"
             "N(0, scale / n), one sample set (MC) and an independent one for the floor; --beta,\n"
             "--backend torch and --device cuda are refused.\n"
+            "A causal layer (--set mask=causal, a score with mu_1 = 0 such as square) has a law without\n"
+            "moments: it is compared by KS distances, quantiles 0.1/0.5/0.9/0.99 and tail exponents\n"
+            "(Hill's estimator on the samples), and --plot draws the CDFs and the tails on log-log axes.\n"
             "The exit status is 0 whatever the figures say."
         ),
     )
@@ -63,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
     config = input_from_args(args, {"--backend": args.backend != "numpy", "--device": args.device != "cpu"})
     check_backend_arguments(args, None if args.scheduler else args.jobs)
+    if isinstance(config, Config) and config.mask == "causal":
+        return _run_causal(args, config)
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = verify(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
                         progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache,
@@ -75,6 +83,27 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json_dict()))
     else:
         print(format_report(result))
+        if args.plot:
+            print(f"plot     {args.plot}")
+    return 0
+
+
+def _run_causal(args: argparse.Namespace, config: Config) -> int:
+    """A causal layer: distribution functions, quantiles and tails instead of moments (docs/extensions.md §8.6)."""
+    if args.cache:
+        raise ValueError("cache: a causal layer's law is not cached; leave out --cache")
+    causal_model(config)  # refuses a score with mu_1 != 0 before any draw
+    with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
+        result = verify_causal(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
+                               progress=show_progress(args.quiet))
+    if args.plot:
+        from gemhsa_sym.verification.plots import plot_causal
+
+        plot_causal(result, causal_distribution(config), args.plot)
+    if args.json:
+        print(json.dumps(result.to_json_dict()))
+    else:
+        print(format_causal(result))
         if args.plot:
             print(f"plot     {args.plot}")
     return 0

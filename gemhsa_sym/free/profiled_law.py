@@ -201,10 +201,10 @@ class Distribution:
         return np.interp(q, np.maximum.accumulate(self.cdf), self.x)
 
     def tail_exponent(self, fraction: float = 0.2) -> float:
-        """kappa in P(lambda > x) ~ c x^-kappa: the log-log slope of 1 - F over the top ``fraction`` of the grid."""
+        """kappa in P(lambda > x) ~ c x^-kappa: from the log-log slope -(kappa + 1) of the density over the top
+        ``fraction`` of the grid (the density keeps its relative accuracy where 1 - F falls below F's error)."""
         k = max(2, int(len(self.x) * fraction))
-        tail = 1 - self.cdf[-k:]
-        return float(-np.polyfit(np.log(self.x[-k:]), np.log(tail), 1)[0])
+        return float(-np.polyfit(np.log(self.x[-k:]), np.log(self.density[-k:]), 1)[0] - 1)
 
 
 def distribution(model: ProfiledModel, x: Any, tol: float = 1e-6) -> Distribution:

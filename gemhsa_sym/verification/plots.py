@@ -21,9 +21,12 @@ from gemhsa_sym.parse import real_number
 from .compare import VerifyResult, clean
 
 if TYPE_CHECKING:
+    from gemhsa_sym.free.profiled_law import Distribution
+
+    from .causal import CausalVerification
     from .sweep import SweepResult
 
-__all__ = ["PLOT_FORMATS", "check_plot", "plot_sweep", "plot_verify"]
+__all__ = ["PLOT_FORMATS", "check_plot", "plot_causal", "plot_sweep", "plot_verify"]
 
 COLOURS = {"theory": "black", "softmax": "tab:blue", "ge": "tab:orange", "polynomial": "tab:green"}
 
@@ -161,5 +164,26 @@ def plot_sweep(result: SweepResult, path: str | Path) -> None:
         ax.set_ylabel(label)
         ax.set_yscale("log")
         ax.legend(fontsize=7)
+    _save(fig, path)
+    plt.close(fig)
+
+
+def plot_causal(result: CausalVerification, law: Distribution, path: str | Path) -> None:
+    """Two panels for the largest n of a causal layer (docs/extensions.md §8.6): the distribution functions on a
+    logarithmic x axis, and the tails P(lambda > x) on log-log axes."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    n = result.points[-1].n
+    left.semilogx(law.x, law.cdf, color=COLOURS["theory"], label="theory")
+    right.loglog(law.x, 1 - law.cdf, color=COLOURS["theory"], label="theory")
+    for name, values in result.samples.items():
+        x = np.sort(values[values > 0])  # the rest is 0 up to rounding
+        survival = 1 - (np.arange(1, x.size + 1) + values.size - x.size) / values.size
+        left.semilogx(x, 1 - survival, color=COLOURS[name], lw=0.8, label=f"{name}, n = {n}")
+        right.loglog(x[:-1], survival[:-1], color=COLOURS[name], lw=0.8, label=f"{name}, n = {n}")
+    left.set(xlabel="x", ylabel="F(x)", title="distribution function")
+    right.set(xlabel="x", ylabel="P(lambda > x)", title=f"tail (theory kappa = {result.tail:.2f})")
+    for ax in (left, right):
+        ax.legend(fontsize=8)
     _save(fig, path)
     plt.close(fig)
