@@ -23,6 +23,7 @@ import numpy as np
 import sympy as sp
 
 from .config import Config
+from .free.matrices import gaussians_of
 from .free.profiled_law import Distribution, ProfiledModel, distribution, stieltjes
 from .free.profiles import Profile, T
 from .hermite import hermite_data
@@ -56,8 +57,10 @@ def causal_model(config: Config) -> ProfiledModel:
     ge = gaussian_equivalent(config.replace(mask="none"))
     template = ge.template.subs({MU1: 0, SIGMA: sp.sqrt(coefficients.sigma2)}).doit()
     polynomial = template if config.heads == 1 else head_sum(config, template, ge.roles)
-    noise = [g for g in polynomial.free_symbols if getattr(g, "rows", None) is not None and str(g.name).startswith("Z")]
-    return ProfiledModel(polynomial, ge.ratios, ge.roles["Z"].rows, {Z: NOISE_PROFILE for Z in noise})
+    tokens = ge.roles["Z"].rows
+    # with mu_1 = 0 the only token-by-token Gaussians left are the heads' noises Z^h
+    noise = [g for g in gaussians_of(polynomial) if g.rows == tokens and g.cols == tokens]
+    return ProfiledModel(polynomial, ge.ratios, tokens, {Z: NOISE_PROFILE for Z in noise})
 
 
 @functools.lru_cache(maxsize=8)

@@ -123,8 +123,8 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     if config.mask != "none":
         raise NotImplementedError(
             "mask: the Gaussian equivalent of a causal layer masks its scores entrywise and normalises row i by 1/i, "
-            "which no polynomial in Gaussian matrices expresses; its law is not derived yet (docs/extensions.md §8.6), "
-            "only `gemhsa-sym sample` draws it"
+            "which no polynomial in Gaussian matrices expresses; its law is a model with variance profiles "
+            "(gemhsa_sym.causal, built for scores with mu_1 = 0; docs/extensions.md §8.6)"
         )
     scale = config.score_scale
     coeff = hermite_data(config.score, config.beta * scale, config.normalisation)

@@ -112,3 +112,15 @@ def test_an_unreachable_tolerance_is_refused_with_the_error_reached() -> None:
     model = ProfiledModel(Z, {n: 1}, n, {Z: Profile(row=1 / T, region="lower")})
     with pytest.raises(ProfileError, match="changed m"):
         stieltjes(model, np.array([0.5 + 0.01j]), tol=1e-15)
+
+
+def test_a_level_that_does_not_fit_in_memory_ends_the_refinement_with_the_error_reached(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gemhsa_sym.free.profiles as profiles
+
+    model = triangular()
+    monkeypatch.setattr(profiles, "MAX_BYTES", profiles.system_bytes(model.pencil, n, model.quadrature(1).size) - 1)
+    with pytest.raises(ProfileError, match="GiB"):
+        stieltjes(model, np.array([1 + 1j]), tol=1e-12)
+    with pytest.raises(MemoryError, match="^quadrature: 36 nodes"):
+        monkeypatch.setattr(profiles, "MAX_BYTES", 1)
+        stieltjes(triangular(), np.array([1 + 1j]))

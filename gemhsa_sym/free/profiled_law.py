@@ -138,8 +138,18 @@ def stieltjes(model: ProfiledModel, w: Any, tol: float = 1e-6, floor: float | np
     w = np.atleast_1d(np.asarray(w, dtype=complex))
     if not tol > 0:
         raise ValueError(f"tol: must be positive, got {tol}")
-    previous, error = None, np.full(w.shape, np.inf)
-    for level, nodes, m in level_values(model, w, floor):
+    previous, error, nodes = None, np.full(w.shape, np.inf), 0
+    levels = level_values(model, w, floor)
+    while True:
+        try:
+            level, nodes, m = next(levels)
+        except StopIteration:
+            break
+        except MemoryError as exc:  # the next level does not fit: the last one reached is the answer's bound
+            if previous is None:
+                raise
+            worst = float(np.max(error / (1 + np.abs(previous))))
+            raise ProfileError(f"tol: m(w) changed by {worst:.2e} (1 + |m|) at {nodes} nodes, above {tol:g}, and {exc}") from None
         if previous is not None:
             error = np.abs(m - previous)
             if np.all(error <= tol * (1 + np.abs(m))):

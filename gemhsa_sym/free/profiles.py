@@ -36,14 +36,14 @@ from .matrices import Dim, Gaussian
 from .numeric import DOUBLE, NumericSystem
 from .pencil import Pencil
 
-__all__ = ["T", "U", "REGIONS", "Profile", "Quadrature", "profiled_system", "system_size"]
+__all__ = ["T", "U", "REGIONS", "Profile", "Quadrature", "profiled_system", "system_size", "system_bytes"]
 
 #: The row position t and the column position u of a profile.
 T, U = sp.symbols("t u", positive=True)
 #: Where a profile is non-zero: everywhere, on u <= t (lower triangle), on u >= t (upper triangle).
 REGIONS: tuple[str, ...] = ("all", "lower", "upper")
-#: Most unknowns of a discretised system (its Jacobian is dense: 16 m^2 bytes per point).
-MAX_UNKNOWNS = 6000
+#: Most memory of a discretised system's dense coefficient arrays (16 m k^2 bytes per sector of size k).
+MAX_BYTES = 2**31
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,13 @@ def system_size(pencil: Pencil, positions: Dim, nodes: int) -> int:
         1 if str(pencil.blocks[pencil.sink].dim) == str(positions) else 0)
 
 
+def system_bytes(pencil: Pencil, positions: Dim, nodes: int) -> int:
+    """An upper estimate of the memory of the discretised system's coefficient arrays, before reduction."""
+    groups, _ = _groups(pencil)
+    entries = sum(len(m) ** 2 * (nodes if dim == str(positions) else 1) for dim, m in groups.items())
+    return 16 * 2 * system_size(pencil, positions, nodes) * entries
+
+
 def profiled_system(pencil: Pencil, ratios: Mapping[Dim, sp.Expr], positions: Dim,
                     profiles: Mapping[Gaussian, Profile], quadrature: Quadrature) -> NumericSystem:
     """The discretised Dyson system of ``pencil`` (module docstring) in double precision: one sector per
@@ -165,8 +172,10 @@ def profiled_system(pencil: Pencil, ratios: Mapping[Dim, sp.Expr], positions: Di
     for X, prof in profiles.items():
         if (prof.positional_rows and str(X.rows) != pos) or (prof.positional_cols and str(X.cols) != pos):
             raise ValueError(f"profile: {X.name} varies along a side that is not the positional group {pos}")
-    if system_size(pencil, positions, quadrature.size) > MAX_UNKNOWNS:
-        raise ValueError(f"quadrature: {quadrature.size} nodes give more than {MAX_UNKNOWNS} unknowns; use fewer nodes")
+    need = system_bytes(pencil, positions, quadrature.size)
+    if need > MAX_BYTES:
+        raise MemoryError(f"quadrature: {quadrature.size} nodes would take {need / 2**30:.1f} GiB of coefficients "
+                          f"(at most {MAX_BYTES / 2**30:.0f} GiB): the model is too large for this level")
     groups, where = _groups(pencil)
     K = quadrature.size
     count = {dim: (K if dim == pos else 1) for dim in groups}
