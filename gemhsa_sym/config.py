@@ -19,6 +19,7 @@ from typing import Any
 import sympy as sp
 import tomli_w
 
+from gemhsa_sym.covariance import token_spectrum
 from gemhsa_sym.dimensions import DIMENSIONS, dimension_ratios
 from gemhsa_sym.files import read_toml
 from gemhsa_sym.hermite import NORMALISATIONS
@@ -155,7 +156,7 @@ class Config:
         if self.mask == "causal" and (self.target != "output" or self.normalisation != "row"):
             raise ValueError("mask: a causal layer normalises row i over its i keys; it needs target = 'output' and "
                              "normalisation = 'row'")
-        put("token_covariance", self._spectrum())
+        put("token_covariance", token_spectrum(self.tokens, self.token_covariance))
         if self.token_covariance is not None and (OUTPUT_RULES[self.output].from_keys or self.residual is not None):
             raise ValueError("tokens: with a token covariance the width d is split into blocks; the key-built output and "
                              "the residual stream, which need d as one dimension, are not supported")
@@ -197,32 +198,6 @@ class Config:
             )
         if self.target == "attention":
             self._check_attention_target()
-
-    def _spectrum(self) -> tuple[tuple[sp.Expr, sp.Expr], ...] | None:
-        """The token covariance's spectrum as (value, weight) pairs, weights summing to 1 (tokens = 'covariance')."""
-        given = self.token_covariance
-        if self.tokens != "covariance":
-            if given is not None:
-                raise ValueError("token_covariance: only used with tokens = 'covariance'")
-            return None
-        if given is None:
-            raise ValueError("token_covariance: tokens = 'covariance' needs [token_covariance] with values and weights")
-        if isinstance(given, tuple):
-            pairs = given
-        else:
-            if not isinstance(given, Mapping) or set(given) != {"values", "weights"}:
-                raise ValueError("token_covariance: expected a table with the lists values and weights")
-            values, weights = given["values"], given["weights"]
-            if not isinstance(values, (list, tuple)) or not isinstance(weights, (list, tuple)) or len(values) != len(weights) or not values:
-                raise ValueError("token_covariance: values and weights must be lists of the same positive length")
-            pairs = tuple((real_number(f"token_covariance.values[{k}]", v), real_number(f"token_covariance.weights[{k}]", w))
-                          for k, (v, w) in enumerate(zip(values, weights)))
-        for k, (v, w) in enumerate(pairs):
-            if not (v > 0 and w > 0 and v.is_Rational and w.is_Rational):
-                raise ValueError(f"token_covariance: value and weight {k} must be positive rationals, got {v} and {w}")
-        if sum(w for _, w in pairs) != 1:
-            raise ValueError(f"token_covariance: the weights must sum to 1, got {sum(w for _, w in pairs)}")
-        return tuple(pairs)
 
     @property
     def spectral_object(self) -> str:
@@ -407,4 +382,6 @@ class Config:
             parts.append(f"token covariance with eigenvalues (weights) {spectrum}")
         elif self.tokens != "gaussian":
             parts.append(f"{self.tokens} tokens")
+        if self.mask == "causal":
+            parts.append("causal mask: query i sees the keys j <= i")
         return "; ".join(parts)

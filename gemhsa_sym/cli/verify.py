@@ -69,41 +69,27 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
     config = input_from_args(args, {"--backend": args.backend != "numpy", "--device": args.device != "cpu"})
     check_backend_arguments(args, None if args.scheduler else args.jobs)
-    if isinstance(config, Config) and config.mask == "causal":
-        return _run_causal(args, config)
+    causal = isinstance(config, Config) and config.mask == "causal"
+    if causal:
+        if args.cache:
+            raise ValueError("cache: a causal layer's law is not cached; leave out --cache")
+        causal_model(config)  # refuses a score with mu_1 != 0 before any draw
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
-        result = verify(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
-                        progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache,
-                        backend=args.backend, device=args.device)
+        if causal:  # a law without moments: CDFs, quantiles and tails (docs/extensions.md §8.6)
+            result = verify_causal(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
+                                   progress=show_progress(args.quiet))
+        else:
+            result = verify(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
+                            progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache,
+                            backend=args.backend, device=args.device)
     if args.plot:
-        from gemhsa_sym.verification.plots import plot_verify
+        from gemhsa_sym.verification.plots import plot_causal, plot_verify
 
-        plot_verify(result, args.plot)
+        plot_causal(result, causal_distribution(config), args.plot) if causal else plot_verify(result, args.plot)
     if args.json:
         print(json.dumps(result.to_json_dict()))
     else:
-        print(format_report(result))
-        if args.plot:
-            print(f"plot     {args.plot}")
-    return 0
-
-
-def _run_causal(args: argparse.Namespace, config: Config) -> int:
-    """A causal layer: distribution functions, quantiles and tails instead of moments (docs/extensions.md §8.6)."""
-    if args.cache:
-        raise ValueError("cache: a causal layer's law is not cached; leave out --cache")
-    causal_model(config)  # refuses a score with mu_1 != 0 before any draw
-    with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
-        result = verify_causal(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
-                               progress=show_progress(args.quiet))
-    if args.plot:
-        from gemhsa_sym.verification.plots import plot_causal
-
-        plot_causal(result, causal_distribution(config), args.plot)
-    if args.json:
-        print(json.dumps(result.to_json_dict()))
-    else:
-        print(format_causal(result))
+        print(format_causal(result) if causal else format_report(result))
         if args.plot:
             print(f"plot     {args.plot}")
     return 0

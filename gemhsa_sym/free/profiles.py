@@ -32,6 +32,7 @@ import sympy as sp
 from numpy.polynomial import legendre
 from scipy import sparse
 
+from ..parse import to_number
 from .matrices import Dim, Gaussian
 from .numeric import DOUBLE, NumericSystem
 from .pencil import Pencil
@@ -56,8 +57,9 @@ class Profile:
 
     def __post_init__(self) -> None:
         for name, expr, var in (("row", self.row, T), ("col", self.col, U)):
-            expr = sp.sympify(expr)
-            if not isinstance(expr, sp.Expr) or expr.free_symbols - {var}:
+            if not isinstance(expr, sp.Expr):  # numbers by the grammar of docs/conventions.md §6.8, never text
+                expr = to_number(expr, f"profile: {name}")
+            if expr.free_symbols - {var}:
                 raise ValueError(f"profile: {name} must be an expression in {var} only, got {expr}")
             object.__setattr__(self, name, expr)
         if self.region not in REGIONS:
