@@ -24,7 +24,7 @@ import sympy as sp
 
 from .config import Config
 from .free.matrices import gaussians_of
-from .free.profiled_law import Distribution, ProfiledModel, distribution, stieltjes
+from .free.profiled_law import Distribution, ProfiledModel, density, distribution
 from .free.profiles import Profile, T
 from .hermite import hermite_data
 from .model import MU1, SIGMA, gaussian_equivalent, head_sum
@@ -42,9 +42,10 @@ QUANTILES: tuple[float, ...] = (0.1, 0.5, 0.9, 0.99)
 REPORT_TOL = 1e-3
 
 
+@functools.lru_cache(maxsize=8)
 def causal_model(config: Config) -> ProfiledModel:
-    """The profiled polynomial whose law is the causal layer's (module docstring); NotImplementedError
-    naming mu_1 for a score with a linear part."""
+    """The profiled polynomial whose law is the causal layer's (module docstring), one per configuration so that
+    its discretised systems are built once; NotImplementedError naming mu_1 for a score with a linear part."""
     if config.mask != "causal":
         raise ValueError(f"mask: the profiled law is the causal layer's; this configuration has mask = {config.mask!r}")
     coefficients = hermite_data(config.score, config.beta * config.score_scale, config.normalisation)
@@ -89,8 +90,7 @@ def causal_report(config: Config, grid: np.ndarray | None = None) -> dict[str, A
         "nodes": law.nodes,
         "level": law.level,
         "error": law.error,
-        "quantiles": {"q": list(QUANTILES), "x": [float(law.quantile(q)[0]) if law.cdf[0] <= q <= law.cdf[-1] else None
-                                                   for q in QUANTILES]},
+        "quantiles": {"q": list(QUANTILES), "x": law.covered_quantiles(QUANTILES)},
         "mass_below_grid": [float(law.x[0]), float(law.cdf[0])],
         "tail_exponent": law.tail_exponent(),
         "tail_range": [float(top[0]), float(top[-1])],
@@ -100,7 +100,7 @@ def causal_report(config: Config, grid: np.ndarray | None = None) -> dict[str, A
         "cdf": {"x": law.x.tolist(), "F": law.cdf.tolist()},
     }
     if grid is not None:
-        values = stieltjes(model, np.asarray(grid, dtype=float) + 0j, REPORT_TOL, floor=1e-6 * (1 + np.abs(grid)))
+        values = density(model, grid, REPORT_TOL)
         report["density"] = {"x": list(map(float, grid)), "density": (-values.m.imag / np.pi).tolist(),
                              "error": values.error.tolist()}
     return report

@@ -210,6 +210,10 @@ class Distribution:
             raise ValueError(f"q: the grid covers F from {self.cdf[0]:.4g} to {self.cdf[-1]:.4g}; widen it")
         return np.interp(q, np.maximum.accumulate(self.cdf), self.x)
 
+    def covered_quantiles(self, qs: Any) -> list[float | None]:
+        """:meth:`quantile` of each q, None where the grid does not reach it."""
+        return [float(self.quantile(q)[0]) if self.cdf[0] <= q <= self.cdf[-1] else None for q in qs]
+
     def tail_exponent(self, fraction: float = 0.2) -> float:
         """kappa in P(lambda > x) ~ c x^-kappa: from the log-log slope -(kappa + 1) of the density over the top
         ``fraction`` of the grid (the density keeps its relative accuracy where 1 - F falls below F's error)."""

@@ -113,8 +113,7 @@ def verify_causal(config: Config, n: list[int], draws: int = 2, seed: int = 0, e
             tail_softmax=hill(drawn["softmax"]),
             tail_ge=hill(drawn["ge"]),
         ))
-    quantiles = [float(law.quantile(q)[0]) if law.cdf[0] <= q <= law.cdf[-1] else None for q in QUANTILES]
-    return CausalVerification(config, draws, seed, quantiles, (float(law.x[0]), float(law.cdf[0])), law.tail_exponent(),
+    return CausalVerification(config, draws, seed, law.covered_quantiles(QUANTILES), (float(law.x[0]), float(law.cdf[0])), law.tail_exponent(),
                               law.error, points, drawn)
 
 
