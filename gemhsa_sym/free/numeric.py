@@ -19,6 +19,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
+from . import flint_linalg
 from .system import DysonSystem
 
 __all__ = ["Backend", "DOUBLE", "MP", "Equations", "NumericSystem", "newton_iterates"]
@@ -69,7 +70,8 @@ class _Double:
 
 
 class _Multiprecision:
-    """Object arrays of mpmath numbers at the caller's working precision."""
+    """Object arrays of mpmath numbers at the caller's working precision; dense solves in python-flint
+    (:mod:`.flint_linalg`)."""
 
     name = "mpmath"
 
@@ -78,17 +80,10 @@ class _Multiprecision:
         return np.vectorize(mpmath.mpmathify, otypes=[object])(vals) if vals.size else vals
 
     def inv(self, M: np.ndarray) -> np.ndarray:
-        out = np.empty_like(M)
-        for idx in np.ndindex(M.shape[:-2]):
-            out[idx] = np.array(mpmath.inverse(mpmath.matrix(M[idx].tolist())).tolist(), dtype=object)
-        return out
+        return flint_linalg.inverse(M)
 
     def solve(self, J: np.ndarray, F: np.ndarray) -> np.ndarray:
-        out = np.empty_like(F)
-        for idx in np.ndindex(F.shape[:-1]):
-            x = mpmath.lu_solve(mpmath.matrix(J[idx].tolist()), mpmath.matrix(F[idx].tolist()))
-            out[idx] = np.array([x[i] for i in range(F.shape[-1])], dtype=object)
-        return out
+        return flint_linalg.solve(J, F)
 
     def abs(self, x: np.ndarray) -> np.ndarray:
         return np.vectorize(abs, otypes=[object])(x)

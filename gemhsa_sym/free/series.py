@@ -9,6 +9,11 @@ blocks are nilpotent (Q = -I + N), so each coefficient is exact after
 finitely many iterations; the iteration stops at the first exact fixed point
 of the truncated map. Then m(w) = sum_k mu_k u^(k+1) gives the moments.
 
+The fixed point is found order by order: the coefficients of u^k depend on those of
+lower order and, through the nilpotent part, on themselves, so they are iterated
+once all lower ones are exact. Then only A_k changes from one iterate to the next,
+and only in the sectors whose unknowns changed.
+
 Rows of a sector that carry w are multiplied by u, so that the sector matrix
 M' = D M is a power series with invertible constant term; M^{-1} = M'^{-1} D,
 and M'^{-1} is the series X_0 = A_0^{-1}, X_k = -X_0 sum_{j=1..k} A_j X_{k-j}.
@@ -76,11 +81,14 @@ def coefficient_ring(system: DysonSystem) -> tuple[sp.Domain, dict[sp.Expr, sp.S
 
 def series_iterates(system: DysonSystem, order: int,
                     schedule: Sequence[Sequence[sp.Symbol]] | None = None) -> Iterator[dict[sp.Symbol, Series]]:
-    """Iterates of the truncated Dyson map (module docstring) from g = 0, as series to u^order
-    with coefficients in :func:`coefficient_ring`; the last one is the exact fixed point.
+    """Iterates of the truncated Dyson map (module docstring) as series to u^order with coefficients
+    in :func:`coefficient_ring`, solved order by order; the last one is the exact fixed point.
 
-    With a ``schedule`` (groups of unknowns), one iterate updates the groups in turn, each from
-    the values the groups before it have just given (the map of a minimal system,
+    The coefficients of u^k are iterated once those below are exact: then A_j and X_j are fixed for
+    j < k, and a sector costs two matrix products, X_k = -X_0 (F_k + A_k X_0) with
+    F_k = sum_{j=1..k-1} A_j X_{k-j} computed once per order, and nothing at all when the unknowns
+    its A_k reads did not change. One iterate updates the groups of ``schedule`` in turn, each from
+    the values the groups before it have just given (for a minimal system its own map,
     docs/equations.md §2.7); without, every unknown from the last iterate."""
     K, gens = coefficient_ring(system)
 
@@ -89,69 +97,92 @@ def series_iterates(system: DysonSystem, order: int,
 
     sectors = []
     for sec in system.sectors:
-        scaled = {a for (a, _), v in sec.wcoef.items() if v != 0}
+        scaled = frozenset(a for (a, _), v in sec.wcoef.items() if v != 0)
         const = {k: conv(v) for k, v in sec.const.items()}
         lin = {k: [(g, conv(c)) for g, c in t.items()] for k, t in sec.lin.items()}
         wco = {k: conv(v) for k, v in sec.wcoef.items()}
         sectors.append((sec.size, scaled, const, lin, wco))
     reads = {g: [(s, a, b, conv(c)) for s, a, b, c in r] for g, r in system.readout.items()}
-    zero = [K.zero] * (order + 1)
-    g: dict[sp.Symbol, Series] = {u: list(zero) for u in system.unknowns}
+    # the unknowns whose order-k coefficients enter A_k of each sector (its unscaled rows)
+    inputs = [sorted({sym for (a, _), terms in lin.items() if a not in scaled for sym, _ in terms}, key=str)
+              for _, scaled, _, lin, _ in sectors]
+    g: dict[sp.Symbol, Series] = {u: [K.zero] * (order + 1) for u in system.unknowns}
+    A: list[list[DomainMatrix]] = [[] for _ in sectors]  # exact A_j, j < k, per sector
+    X: list[list[DomainMatrix]] = [[] for _ in sectors]  # exact X_j, j < k, per sector
+    entries: list[list[list[list[object]]]] = [[] for _ in sectors]  # the same X_j as lists of rows
+    last: dict[int, tuple[tuple, DomainMatrix, DomainMatrix, list[list[object]]]] = {}  # key, A_k, X_k, rows
 
-    def entry_series(g: dict[sp.Symbol, Series], k: tuple[int, int], const: dict, lin: dict, shift: bool) -> Series:
-        out = list(zero)
-        if k in const:
-            out[0] += const[k]
-        for sym, c in lin.get(k, ()):
-            for j, v in enumerate(g.get(sym, zero)):
-                if v:
-                    out[j] += c * v
-        return [K.zero] + out[:-1] if shift else out
-
-    def inverse(g: dict[sp.Symbol, Series], size: int, scaled: set, const: dict, lin: dict, wco: dict) -> list:
-        """M^{-1} of one sector at ``g``, as series per entry."""
-        A = [[[K.zero] * size for _ in range(size)] for _ in range(order + 1)]
+    def coefficient(g: dict[sp.Symbol, Series], s: int, k: int) -> DomainMatrix:
+        """A_k of sector s: its unscaled rows read g at order k, its scaled rows at order k - 1."""
+        size, scaled, const, lin, wco = sectors[s]
+        rows = [[K.zero] * size for _ in range(size)]
         for a in range(size):
+            j = k - 1 if a in scaled else k
             for b in range(size):
-                ser = entry_series(g, (a, b), const, lin, a in scaled)
-                if a in scaled and (a, b) in wco:
-                    ser[0] += wco[(a, b)]
-                for j in range(order + 1):
-                    A[j][a][b] = ser[j]
-        mats = [DomainMatrix(rows, (size, size), K) for rows in A]
-        adj, det = mats[0].inv_den()
-        if not det or not K.is_unit(det):
-            raise SeriesError(f"the sector matrix at w = infinity has determinant {K.to_sympy(det)}, not a nonzero number")
-        X0 = adj.mul(K.quo(K.one, det))
-        X = [X0]
-        for k in range(1, order + 1):
-            acc = DomainMatrix.zeros((size, size), K)
-            for j in range(1, k + 1):
-                if any(any(row) for row in A[j]):
-                    acc = acc + mats[j] * X[k - j]
-            X.append(-(X0 * acc))
-        lists = [x.to_list() for x in X]
-        # M^{-1} = M'^{-1} D: columns of scaled rows gain a factor u
-        return [[[lists[j][a][b] if b not in scaled else (lists[j - 1][a][b] if j else K.zero)
-                  for j in range(order + 1)] for b in range(size)] for a in range(size)]
+                if j < 0:
+                    rows[a][b] = wco.get((a, b), K.zero)
+                    continue
+                value = const.get((a, b), K.zero) if j == 0 else K.zero
+                for sym, c in lin.get((a, b), ()):
+                    if g[sym][j]:
+                        value += c * g[sym][j]
+                rows[a][b] = value
+        return DomainMatrix(rows, (size, size), K)
+
+    def solve(g: dict[sp.Symbol, Series], s: int, k: int, fixed: dict[int, DomainMatrix]) -> list[list[object]]:
+        """X_k of sector s at ``g`` as rows (A_0^{-1} at order 0, else -X_0 (F_k + A_k X_0)), kept with A_k
+        in ``last`` and recomputed only when the unknowns it reads have changed."""
+        key = (k, *(g[sym][k] for sym in inputs[s]))
+        if s in last and last[s][0] == key:
+            return last[s][3]
+        a_k = coefficient(g, s, k)
+        if k == 0:
+            adj, det = a_k.inv_den()
+            if not det or not K.is_unit(det):
+                raise SeriesError(f"the sector matrix at w = infinity has determinant {K.to_sympy(det)}, "
+                                  "not a nonzero number")
+            x_k = adj.mul(K.quo(K.one, det))
+        else:
+            x_k = -(X[s][0] * (fixed[s] + a_k * X[s][0]))
+        last[s] = (key, a_k, x_k, x_k.to_list())
+        return last[s][3]
+
+    def read(sym: sp.Symbol, k: int, g: dict[sp.Symbol, Series], fixed: dict[int, DomainMatrix]) -> object:
+        """Order k of the read-out of ``sym``: M^{-1} = M'^{-1} D, so scaled columns read X_{k-1}."""
+        out = K.zero
+        for s, a, b, c in reads[sym]:
+            if b in sectors[s][1]:
+                v = entries[s][k - 1][a][b] if k else K.zero
+            else:
+                v = solve(g, s, k, fixed)[a][b]
+            if v:
+                out += c * v
+        return out
 
     steps = schedule if schedule is not None else (system.unknowns,)
-    while True:
-        new = dict(g)
-        for step in steps:
-            source = new if schedule is not None else g
-            inverses = {s: inverse(source, *sectors[s]) for s in sorted({r[0] for sym in step for r in reads[sym]})}
-            for sym in step:
-                out = list(zero)
-                for s, a, b, c in reads[sym]:
-                    for j, v in enumerate(inverses[s][a][b]):
-                        if v:
-                            out[j] += c * v
-                new[sym] = out
-        yield new
-        if new == g:
-            return
-        g = new
+    for k in range(order + 1):
+        fixed = {}
+        for s, (size, *_) in enumerate(sectors):
+            acc = DomainMatrix.zeros((size, size), K)
+            for j in range(1, k):
+                acc = acc + A[s][j] * X[s][k - j]
+            fixed[s] = acc
+        while True:
+            new = {sym: list(v) for sym, v in g.items()}
+            for step in steps:
+                values = {sym: read(sym, k, new, fixed) for sym in step}
+                for sym, v in values.items():
+                    new[sym][k] = v
+            yield new
+            done = all(new[sym][k] == g[sym][k] for sym in g)
+            g = new
+            if done:
+                break
+        for s in range(len(sectors)):
+            solve(g, s, k, fixed)
+            A[s].append(last[s][1])
+            X[s].append(last[s][2])
+            entries[s].append(last[s][3])
 
 
 def moment_series(system: DysonSystem, k: int, schedule: Sequence[Sequence[sp.Symbol]] | None = None) -> list[sp.Expr]:
