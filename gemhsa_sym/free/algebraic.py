@@ -19,8 +19,8 @@ the support (checked numerically at several points of every interval).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from fractions import Fraction
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import mpmath
@@ -38,55 +38,74 @@ __all__ = ["atoms_from_polynomial", "discriminant", "discriminant_roots", "class
 PROBE = 1e-7
 
 
+@dataclass(frozen=True)
+class _Factors:
+    """The irreducible factors involving w of disc_m(P) * lc_m(P), each once and monic, as
+    python-flint polynomials in (m, w, *symbolic) of ``backend``."""
+
+    backend: FlintBackend
+    factors: tuple[Any, ...]
+    symbolic: tuple[sp.Symbol, ...]
+
+    @classmethod
+    def of(cls, elimination: Elimination) -> _Factors:
+        P = elimination.polynomial
+        if P is None:
+            raise ValueError(f"no polynomial: {elimination.reason}")
+        B = FlintBackend((M, W, *elimination.symbolic))
+        p = B.from_sympy(P)
+        terms = B.terms(p)
+        top = max(m[0] for m, _ in terms)
+        lead = B.from_terms({(0, *m[1:]): c for m, c in terms if m[0] == top})
+        found: list[Any] = []
+        for f in B.factors(B.discriminant(p, 0)) + B.factors(lead):
+            if B.degrees(f)[1] > 0 and (f := f / f.leading_coefficient()) not in found:
+                found.append(f)
+        return cls(B, tuple(found), tuple(elimination.symbolic))
+
+    def expr(self) -> sp.Expr:
+        """Their product as a SymPy expression."""
+        return sp.Mul(*[self.backend.to_sympy(f) for f in self.factors])
+
+    def real_roots(self, values: Mapping[sp.Symbol, sp.Expr], dps: int) -> list[mpmath.mpf]:
+        """Real roots in w of every factor with the symbols' ``values`` substituted, to ``dps`` digits
+        (coefficients evaluated from the exact terms at 2 dps + 20 digits, roots by mpmath.polyroots)."""
+        missing = [str(s) for s in self.symbolic if s not in values]
+        if missing:
+            raise ValueError(f"parameters: no value given for {', '.join(missing)}")
+        work = 2 * dps + 20
+        roots: list[mpmath.mpf] = []
+        with mpmath.workdps(work):
+            at = [mpmath.mpmathify(sp.N(values[s], work)) for s in self.symbolic]
+            for factor in self.factors:
+                coeffs = [mpmath.mpf(0)] * (self.backend.degrees(factor)[1] + 1)
+                for exps, c in self.backend.terms(factor):
+                    term = mpmath.mpf(c.numerator) / c.denominator
+                    for v, e in zip(at, exps[2:]):
+                        term *= v**e
+                    coeffs[-1 - exps[1]] += term
+                if len(coeffs) == 2:
+                    found = [-coeffs[1] / coeffs[0]]
+                else:
+                    found = mpmath.polyroots(coeffs, maxsteps=400, extraprec=4 * work)
+                scale = max(abs(r) for r in found) + 1
+                roots += [mpmath.re(r) for r in found if abs(mpmath.im(r)) <= mpmath.mpf(10) ** (-work // 2) * scale]
+        with mpmath.workdps(dps):
+            return sorted({+r for r in roots})
+
+
 def discriminant(elimination: Elimination) -> sp.Expr:
     """Square-free product of the irreducible factors of disc_m(P) * lc_m(P) that involve w.
 
     python-flint computes the discriminant and the factors; the symbols of
     ``elimination.symbolic`` are kept.
     """
-    P = elimination.polynomial
-    if P is None:
-        raise ValueError(f"no polynomial: {elimination.reason}")
-    gens = (M, W, *elimination.symbolic)
-    lead = sp.Poly(P, M).LC()
-    B = FlintBackend(gens)
-    disc = B.discriminant(B.from_sympy(P), 0)
-    exprs = [B.to_sympy(f) for f in B.factors(disc) + B.factors(B.from_sympy(lead))]
-    unique: list[sp.Expr] = []
-    for f in exprs:
-        f = sp.Poly(f, *gens).monic().as_expr()
-        if f.has(W) and f not in unique:
-            unique.append(f)
-    return sp.Mul(*unique)
+    return _Factors.of(elimination).expr()
 
 
 def discriminant_roots(elimination: Elimination, dps: int = 30) -> list[mpmath.mpf]:
     """Real roots of :func:`discriminant` (constants substituted) to ``dps`` digits, increasing."""
-    disc = discriminant(elimination)
-    work = 2 * dps + 20
-    roots: list[mpmath.mpf] = []
-    with mpmath.workdps(work):
-        values = {s: mpmath.mpmathify(sp.N(v, work)) for s, v in elimination.values.items()}
-        for factor in sp.Mul.make_args(disc):
-            coeffs = []
-            for c in sp.Poly(factor, W).all_coeffs():
-                c = sp.sympify(c)
-                if c.free_symbols:
-                    c = sp.lambdify(list(values), c, "mpmath")(*values.values())
-                    coeffs.append(mpmath.mpmathify(c))
-                else:
-                    q = Fraction(str(c))
-                    coeffs.append(mpmath.mpf(q.numerator) / q.denominator)
-            if len(coeffs) < 2:
-                continue
-            if len(coeffs) == 2:
-                found = [-coeffs[1] / coeffs[0]]
-            else:
-                found = mpmath.polyroots(coeffs, maxsteps=400, extraprec=4 * work)
-            scale = max(abs(r) for r in found) + 1
-            roots += [mpmath.re(r) for r in found if abs(mpmath.im(r)) <= mpmath.mpf(10) ** (-work // 2) * scale]
-    with mpmath.workdps(dps):
-        return sorted({+r for r in roots})
+    return _Factors.of(elimination).real_roots(elimination.values, dps)
 
 
 #: The physical density of a law on an array of real points.
@@ -101,25 +120,36 @@ def _density(density: Density, x: float) -> float:
 def classify_edges(density: Density, scale: float, elimination: Elimination, dps: int = 30) -> EdgeClassification:
     """Classify the real discriminant roots by the physical ``density`` of a law of the given ``scale``
     (its norm bound: the unit of the thresholds; module docstring)."""
-    roots = discriminant_roots(elimination, dps)
+    factors = _Factors.of(elimination)
+    roots = factors.real_roots(elimination.values, dps)
     zero = SUPPORT_THRESHOLD / scale
     candidates: list[Candidate] = []
     edges: list[Edge] = []
     cusps: list[mpmath.mpf] = []
+    x_all = np.array([float(r) for r in roots])
+    deltas = []
+    for k, x in enumerate(x_all):
+        gaps = np.abs(np.delete(x_all, k) - x)
+        deltas.append(min([PROBE * (scale + abs(x))] + [0.3 * g for g in gaps if g > 0]))
+    # every probe at once: left, right, the root itself, and delta / 100 (a hard edge at 0)
+    d = np.array(deltas)
+    probes = np.concatenate([x_all - d, x_all + d, x_all, d / 100]).reshape(4, -1)
+    needed = np.ones_like(probes, dtype=bool)
+    needed[2] = x_all != 0
+    needed[3] = x_all == 0
+    values = np.zeros_like(probes)
+    values[needed] = density(probes[needed]) if needed.any() else values[needed]
     for k, r in enumerate(roots):
         x = float(r)
-        gaps = [abs(x - float(o)) for j, o in enumerate(roots) if j != k]
-        delta = min([PROBE * (scale + abs(x))] + [0.3 * g for g in gaps if g > 0])
-        left, right = _density(density, x - delta), _density(density, x + delta)
+        left, right, at, near = (float(v) for v in values[:, k])
         if left <= zero < right:
             kind = "lower edge"
-            hard = x == 0 and _density(density, delta / 100) > 2 * right
+            hard = x == 0 and near > 2 * right
             edges.append(Edge(r, "lower", hard=hard, digits=dps, method="discriminant"))
         elif right <= zero < left:
             kind = "upper edge"
             edges.append(Edge(r, "upper", digits=dps, method="discriminant"))
         elif left > zero and right > zero:
-            at = _density(density, x) if x != 0 else 0.0
             kind = "cusp" if at < 1e-3 * min(left, right) else "inside"
             if kind == "cusp":
                 cusps.append(r)
@@ -127,7 +157,7 @@ def classify_edges(density: Density, scale: float, elimination: Elimination, dps
             kind = "outside"
         candidates.append(Candidate(r, kind, (left, right)))
     gaps_found = tuple((a.location, b.location) for a, b in zip(edges[1::2], edges[2::2]) if a.side == "upper" and b.side == "lower")
-    return EdgeClassification(tuple(candidates), tuple(edges), tuple(cusps), gaps_found, discriminant(elimination))
+    return EdgeClassification(tuple(candidates), tuple(edges), tuple(cusps), gaps_found, factors.expr())
 
 
 def density_closed_form(density: Density, scale: float, elimination: Elimination, x: sp.Symbol | None = None,

@@ -173,10 +173,29 @@ def _inverse(M: np.ndarray, backend: Backend) -> np.ndarray:
     return backend.inv(M)
 
 
-def _contract(X: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """sum_ab X[..., a, b] T[j, a, b] as one matrix product (batched over the leading axes of X)."""
-    k = T.shape[-1] * T.shape[-2]
-    return X.reshape(*X.shape[:-2], k) @ T.reshape(len(T), k).T
+@dataclass(frozen=True)
+class _Used:
+    """The nonzero part of an (m, k, k) array T (or C) seen as an m x k^2 matrix: the rows (unknowns)
+    and flat columns (entries) where it is not zero, and that submatrix. Products with it skip the
+    zeros, which are most of it (an unknown enters few sectors, a sector few unknowns)."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    block: np.ndarray
+
+    @classmethod
+    def of(cls, T: np.ndarray) -> "_Used":
+        flat = T.reshape(len(T), -1)
+        nonzero = np.vectorize(bool, otypes=[bool])(flat) if flat.dtype == object else flat != 0
+        rows, cols = np.flatnonzero(nonzero.any(axis=1)), np.flatnonzero(nonzero.any(axis=0))
+        return cls(rows, cols, np.ascontiguousarray(flat[np.ix_(rows, cols)]))
+
+
+def _contract(X: np.ndarray, T: _Used, out: np.ndarray) -> np.ndarray:
+    """out + sum_ab X[:, a, b] T[j, a, b]: one matrix product over the nonzero part of T."""
+    if T.rows.size:
+        out[:, T.rows] += X.reshape(len(X), -1)[:, T.cols] @ T.block.T
+    return out
 
 
 @dataclass(frozen=True)
@@ -190,6 +209,8 @@ class NumericSystem:
     output: int
     backend: Backend
     pairs: tuple[_Pairs, ...] = ()
+    c_used: tuple[_Used, ...] = ()
+    t_used: tuple[_Used, ...] = ()
     #: Continuity checks of the drivers relative to 1 + |g| (the physical solution is the
     #: attracting fixed point of g -> R(g, w), Helton, Far & Speicher 2007).
     relative: ClassVar[bool] = False
@@ -232,8 +253,10 @@ class NumericSystem:
     @classmethod
     def of(cls, A: list[np.ndarray], E: list[np.ndarray], C: list[np.ndarray], T: list[np.ndarray], output: int,
            backend: Backend) -> "NumericSystem":
-        """The system of the arrays A, E, C, T per sector (class docstring) with its Jacobian's pairs."""
-        return cls(tuple(A), tuple(E), tuple(C), tuple(T), output, backend, tuple(_Pairs.of(c, t) for c, t in zip(C, T)))
+        """The system of the arrays A, E, C, T per sector (class docstring) with its Jacobian's pairs
+        and the nonzero parts of C and T."""
+        return cls(tuple(A), tuple(E), tuple(C), tuple(T), output, backend, tuple(_Pairs.of(c, t) for c, t in zip(C, T)),
+                   tuple(_Used.of(c) for c in C), tuple(_Used.of(t) for t in T))
 
     @property
     def size(self) -> int:
@@ -241,13 +264,26 @@ class NumericSystem:
 
     def sector_matrices(self, w: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
         """M_s(g, w) for every sector, batched over the leading axis of w and g."""
-        return [A + w[:, None, None] * E + (g @ C.reshape(len(C), -1)).reshape(len(g), *A.shape) for A, E, C in zip(self.A, self.E, self.C)]
+        out = []
+        for A, E, C in zip(self.A, self.E, self.c_used):
+            M = (A + w[:, None, None] * E).reshape(len(g), -1)
+            if C.rows.size:
+                M[:, C.cols] += g[:, C.rows] @ C.block
+            out.append(M.reshape(len(g), *A.shape))
+        return out
 
     def readout(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
         """R(g, w): the unknowns read from the sector inverses."""
-        out = np.zeros_like(g)
-        for M, T in zip(self.sector_matrices(w, g), self.T):
-            out = out + _contract(_inverse(M, self.backend), T)
+        out = self._zeros(g)
+        for M, T in zip(self.sector_matrices(w, g), self.t_used):
+            _contract(_inverse(M, self.backend), T, out)
+        return out
+
+    def _zeros(self, like: np.ndarray) -> np.ndarray:
+        """An array of zeros of the back end, shaped like ``like``."""
+        out = np.zeros(like.shape, dtype=like.dtype)
+        if self.backend is not DOUBLE:
+            out[...] = mpmath.mpf(0)
         return out
 
     def residual(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -266,23 +302,22 @@ class NumericSystem:
     def _linearise(self, w: np.ndarray, g: np.ndarray, with_w: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The body of :meth:`residual_jacobian` and :meth:`linearisation` (dF/dw left 0 without ``with_w``)."""
         P, m = g.shape
-        F = g.copy()
-        Fw = np.zeros_like(g)
+        R_sum, Fw = self._zeros(g), self._zeros(g)
         # J is assembled entry-major, (m*m, P): the scatter of the sums then writes whole rows
         flat = np.zeros((m * m, P), dtype=g.dtype)
         if self.backend is not DOUBLE:
             flat[...] = mpmath.mpf(0)
         flat[:: m + 1] += 1
-        for M, E, T, pairs in zip(self.sector_matrices(w, g), self.E, self.T, self.pairs):
+        for M, E, T, pairs in zip(self.sector_matrices(w, g), self.E, self.t_used, self.pairs):
             R = _inverse(M, self.backend)
-            F = F - _contract(R, T)
+            _contract(R, T, R_sum)
             if with_w:
-                Fw = Fw + _contract(R @ E @ R, T)
+                _contract(R @ E @ R, T, Fw)
             if pairs.starts.size:  # J_ij += sum T_i[a,d] C_j[b,c] R[a,b] R[c,d]
                 Rt = R.reshape(P, R.shape[-1] ** 2).T.copy()
                 terms = Rt[pairs.left] * Rt[pairs.right] * pairs.weight[:, None]
                 flat[pairs.target] += np.add.reduceat(terms, pairs.starts, axis=0)
-        return F, flat.T.reshape(P, m, m), Fw
+        return g - R_sum, flat.T.reshape(P, m, m), Fw
 
 
 def newton_iterates(system: Equations, w: np.ndarray, g: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
