@@ -149,6 +149,21 @@ class _Pairs:
         starts = np.flatnonzero(np.r_[True, target[1:] != target[:-1]]) if target.size else np.array([], int)
         return cls(left, right, weight, starts, target[starts])
 
+    @classmethod
+    def stacked(cls, C: list[np.ndarray], T: list[np.ndarray]) -> "_Pairs":
+        """The pairs of sectors of one size stacked along a new axis: sector s's flat positions are
+        offset by s k^2, and terms of every sector for the same (i, j) are summed together."""
+        parts = [cls.of(c, t) for c, t in zip(C, T)]
+        k2 = C[0].shape[-1] ** 2
+        target = np.concatenate([np.repeat(p.target, np.diff(np.r_[p.starts, len(p.left)])) for p in parts])
+        order = np.argsort(target, kind="stable")
+        left = np.concatenate([p.left + s * k2 for s, p in enumerate(parts)])[order]
+        right = np.concatenate([p.right + s * k2 for s, p in enumerate(parts)])[order]
+        weight = np.concatenate([p.weight for p in parts])[order]
+        target = target[order]
+        starts = np.flatnonzero(np.r_[True, target[1:] != target[:-1]]) if target.size else np.array([], int)
+        return cls(left, right, weight, starts, target[starts])
+
 
 #: Batches at least this long invert 2x2 blocks by their adjugate in double precision.
 ADJUGATE_BATCH = 16
@@ -192,10 +207,38 @@ class _Used:
 
 
 def _contract(X: np.ndarray, T: _Used, out: np.ndarray) -> np.ndarray:
-    """out + sum_ab X[:, a, b] T[j, a, b]: one matrix product over the nonzero part of T."""
+    """out + sum_ab X[:, a, b] T[j, a, b] (X flattened after its first axis): one matrix product over
+    the nonzero part of T."""
     if T.rows.size:
         out[:, T.rows] += X.reshape(len(X), -1)[:, T.cols] @ T.block.T
     return out
+
+
+@dataclass(frozen=True)
+class _Group:
+    """The sectors of one size k stacked, so that each step treats them in one batch: A and E of
+    shape (S, k, k), the nonzero parts of C and T over the flat (S k^2) entries, and the pairs of
+    the Jacobian."""
+
+    A: np.ndarray
+    E: np.ndarray
+    C: _Used
+    T: _Used
+    pairs: _Pairs
+
+    @classmethod
+    def of(cls, A: list[np.ndarray], E: list[np.ndarray], C: list[np.ndarray], T: list[np.ndarray]) -> "_Group":
+        def flat(arrays: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate([a.reshape(len(a), -1) for a in arrays], axis=1)
+
+        return cls(np.stack(A), np.stack(E), _Used.of(flat(C)), _Used.of(flat(T)), _Pairs.stacked(C, T))
+
+    def matrices(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """M_s(g, w) of the group's sectors, shape (P, S, k, k)."""
+        M = (self.A[None] + w[:, None, None, None] * self.E[None]).reshape(len(g), -1)
+        if self.C.rows.size:
+            M[:, self.C.cols] += g[:, self.C.rows] @ self.C.block
+        return M.reshape(len(g), *self.A.shape)
 
 
 @dataclass(frozen=True)
@@ -208,9 +251,7 @@ class NumericSystem:
     T: tuple[np.ndarray, ...]
     output: int
     backend: Backend
-    pairs: tuple[_Pairs, ...] = ()
-    c_used: tuple[_Used, ...] = ()
-    t_used: tuple[_Used, ...] = ()
+    groups: tuple[_Group, ...] = ()
     #: Continuity checks of the drivers relative to 1 + |g| (the physical solution is the
     #: attracting fixed point of g -> R(g, w), Helton, Far & Speicher 2007).
     relative: ClassVar[bool] = False
@@ -253,30 +294,28 @@ class NumericSystem:
     @classmethod
     def of(cls, A: list[np.ndarray], E: list[np.ndarray], C: list[np.ndarray], T: list[np.ndarray], output: int,
            backend: Backend) -> "NumericSystem":
-        """The system of the arrays A, E, C, T per sector (class docstring) with its Jacobian's pairs
-        and the nonzero parts of C and T."""
-        return cls(tuple(A), tuple(E), tuple(C), tuple(T), output, backend, tuple(_Pairs.of(c, t) for c, t in zip(C, T)),
-                   tuple(_Used.of(c) for c in C), tuple(_Used.of(t) for t in T))
+        """The system of the arrays A, E, C, T per sector (class docstring), its sectors grouped by size."""
+        sizes = sorted({a.shape[-1] for a in A})
+        groups = []
+        for k in sizes:
+            idx = [s for s, a in enumerate(A) if a.shape[-1] == k]
+            groups.append(_Group.of([A[s] for s in idx], [E[s] for s in idx], [C[s] for s in idx], [T[s] for s in idx]))
+        return cls(tuple(A), tuple(E), tuple(C), tuple(T), output, backend, tuple(groups))
 
     @property
     def size(self) -> int:
         return self.C[0].shape[0] if self.C else 0
 
-    def sector_matrices(self, w: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
-        """M_s(g, w) for every sector, batched over the leading axis of w and g."""
-        out = []
-        for A, E, C in zip(self.A, self.E, self.c_used):
-            M = (A + w[:, None, None] * E).reshape(len(g), -1)
-            if C.rows.size:
-                M[:, C.cols] += g[:, C.rows] @ C.block
-            out.append(M.reshape(len(g), *A.shape))
-        return out
+    def _inverses(self, group: _Group, w: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """M_s(g, w)^{-1} of a group's sectors, shape (P, S, k, k)."""
+        M = group.matrices(w, g)
+        return _inverse(M.reshape(-1, *M.shape[2:]), self.backend).reshape(M.shape)
 
     def readout(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
         """R(g, w): the unknowns read from the sector inverses."""
         out = self._zeros(g)
-        for M, T in zip(self.sector_matrices(w, g), self.t_used):
-            _contract(_inverse(M, self.backend), T, out)
+        for group in self.groups:
+            _contract(self._inverses(group, w, g), group.T, out)
         return out
 
     def _zeros(self, like: np.ndarray) -> np.ndarray:
@@ -308,13 +347,14 @@ class NumericSystem:
         if self.backend is not DOUBLE:
             flat[...] = mpmath.mpf(0)
         flat[:: m + 1] += 1
-        for M, E, T, pairs in zip(self.sector_matrices(w, g), self.E, self.t_used, self.pairs):
-            R = _inverse(M, self.backend)
-            _contract(R, T, R_sum)
+        for group in self.groups:
+            R = self._inverses(group, w, g)
+            _contract(R, group.T, R_sum)
             if with_w:
-                _contract(R @ E @ R, T, Fw)
+                _contract(R @ group.E[None] @ R, group.T, Fw)
+            pairs = group.pairs
             if pairs.starts.size:  # J_ij += sum T_i[a,d] C_j[b,c] R[a,b] R[c,d]
-                Rt = R.reshape(P, R.shape[-1] ** 2).T.copy()
+                Rt = R.reshape(P, -1).T.copy()
                 terms = Rt[pairs.left] * Rt[pairs.right] * pairs.weight[:, None]
                 flat[pairs.target] += np.add.reduceat(terms, pairs.starts, axis=0)
         return g - R_sum, flat.T.reshape(P, m, m), Fw
