@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.polynomial import Chebyshev
+from numpy.polynomial import Chebyshev, chebyshev
 
 from .continuation import RaysFailed
 from .results import Edge
@@ -144,17 +144,26 @@ def band(density: Density, a: float, b: float, p: int = 1) -> Band:
         out[inner] = density(x[inner]) * ((b - a) * p * s[inner] ** (p - 1) * np.sin(theta[inner]) / 2)
         return out
 
+    # the interpolants of one depth take their nodes from one call of the density
+    nodes = chebyshev.chebpts1(BAND_NODES + 1)
+    vander = chebyshev.chebvander(nodes, BAND_NODES).T * (2.0 / (BAND_NODES + 1))
+    vander[0] /= 2
     done: list[Chebyshev] = []
-    pending, size = [(0.0, np.pi, 0)], None
-    while pending:
-        lo, hi, depth = pending.pop()
-        c = Chebyshev.interpolate(integrand, BAND_NODES, domain=[lo, hi])
-        size = size or float(np.max(np.abs(c.coef)))
-        if depth < BAND_SPLITS and np.max(np.abs(c.coef[-BAND_NODES // 8 :])) > BAND_TAIL * size:
-            mid = (lo + hi) / 2
-            pending += [(mid, hi, depth + 1), (lo, mid, depth + 1)]
-        else:
-            done.append(c)
+    pending, size = [(0.0, np.pi)], None
+    for depth in range(BAND_SPLITS + 1):
+        theta = np.concatenate([lo + (hi - lo) * (nodes + 1) / 2 for lo, hi in pending])
+        values = integrand(theta).reshape(len(pending), -1)
+        split = []
+        for (lo, hi), y in zip(pending, values):
+            c = Chebyshev(vander @ y, domain=[lo, hi])
+            size = size or float(np.max(np.abs(c.coef)))
+            if depth < BAND_SPLITS and np.max(np.abs(c.coef[-BAND_NODES // 8 :])) > BAND_TAIL * size:
+                split += [(lo, (lo + hi) / 2), ((lo + hi) / 2, hi)]
+            else:
+                done.append(c)
+        if not split:
+            break
+        pending = split
     done.sort(key=lambda c: c.domain[0])
     pieces, offset = [], 0.0
     for c in done:
