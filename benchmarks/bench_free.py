@@ -14,12 +14,17 @@
 P(m, w) = 0 (``method="polynomial"``) once ``law.algebraic()`` has found it (the elimination's own time is
 printed beside, paid once per law).
 
-    python benchmarks/bench_free.py [--points 1000] [--N 2000] [--repeat 1]
+With ``--json`` the figures come as one object instead: ``"density_ratio"`` is (b) from the
+Dyson system (the default method), ``"density_ratio_polynomial"`` from the root of P (target for
+(b): at most 0.01).
+
+    python benchmarks/bench_free.py [--points 1000] [--N 2000] [--repeat 1] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import mpmath
@@ -81,7 +86,13 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=1000)
     parser.add_argument("--N", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
+    figures: dict[str, float] = {}
+
+    def say(line: str) -> None:
+        if not args.json:
+            print(line)
 
     # (a) product density in double, error against 50 digits
     grid = np.linspace(0.0, 4.0, args.points + 1)[1:]
@@ -99,9 +110,11 @@ def main() -> None:
         rho = values[0]
         err = max(abs(float(r) - rho[i]) for i, r in zip(check, ref))
         rel = max(abs(float(r) - rho[i]) / float(r) for i, r in zip(check, ref) if r > 0)
-        print(f"(a) MP(1/2) x MP(1/4) density, {args.points} points in double, {label}: {seconds:.3f} s "
-              f"(law built in {built:.3f} s, P in {eliminated:.3f} s); max error vs 50 digits at "
-              f"{check.size} points: {err:.2e} absolute, {rel:.2e} relative")
+        key = "polynomial" if with_p else "dyson"
+        figures |= {f"product_density_s_{key}": seconds, f"product_error_{key}": err}
+        say(f"(a) MP(1/2) x MP(1/4) density, {args.points} points in double, {label}: {seconds:.3f} s "
+            f"(law built in {built:.3f} s, P in {eliminated:.3f} s); max error vs 50 digits at "
+            f"{check.size} points: {err:.2e} absolute, {rel:.2e} relative")
 
     # (b) attention-type polynomial density vs one Monte Carlo draw
     mc = best_times([lambda: monte_carlo_draw(args.N, 0)], args.repeat)[0]
@@ -112,15 +125,20 @@ def main() -> None:
         eliminated = eliminate_all(laws) if with_p else 0.0
         method = "polynomial" if with_p else "dyson"
         dens = best_times([lambda: laws.pop().density(grid_b, method=method)], args.repeat)[0]
-        print(f"(b) (X W1 X^T + Z/2) X W2 density, {args.points} points on (0, {top:.2f}], {label}: {dens:.3f} s "
-              f"(P in {eliminated:.2f} s); one numpy draw at N = {args.N}: {mc:.2f} s; ratio density / draw = {dens / mc:.3f}")
+        figures |= {"draw_s": mc, ("density_s_polynomial" if with_p else "density_s"): dens,
+                    ("density_ratio_polynomial" if with_p else "density_ratio"): dens / mc}
+        say(f"(b) (X W1 X^T + Z/2) X W2 density, {args.points} points on (0, {top:.2f}], {label}: {dens:.3f} s "
+            f"(P in {eliminated:.2f} s); one numpy draw at N = {args.N}: {mc:.2f} s; ratio density / draw = {dens / mc:.3f}")
 
     # (c) one Stieltjes value at 50 digits
     w = mpmath.mpc("0.7", "0.25")
     for name, make in (("MP(1/2) x MP(1/4)", product_law), ("(X W1 X^T + Z/2) X W2", attention_law)):
         fresh = [make() for _ in range(args.repeat)]
         sec = best_times([lambda fresh=fresh: fresh.pop().stieltjes(w, dps=50)], args.repeat)[0]
-        print(f"(c) {name}: m(0.7 + 0.25i) at 50 digits: {sec:.3f} s")
+        figures[f"stieltjes_50_digits_s_{'product' if make is product_law else 'attention'}"] = sec
+        say(f"(c) {name}: m(0.7 + 0.25i) at 50 digits: {sec:.3f} s")
+    if args.json:
+        print(json.dumps({k: float(f"{v:.4g}") for k, v in figures.items()}))
 
 
 if __name__ == "__main__":
