@@ -90,6 +90,7 @@ COMMANDS = {
     "sample": ["sample", "mha", "--n", "16"],
     "verify": ["verify", "mha", "--n", "16"],
     "sweep": ["sweep", "mha", "--vary", "beta=1,2"],
+    "threshold": ["threshold", "mha", "--beta", "1,2", "--n", "16"],
     "claims": ["claims", "--out", "-"],
 }
 

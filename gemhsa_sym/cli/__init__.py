@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 #: Sub-command modules; each defines ``register(subparsers)``.
-COMMANDS: tuple[str, ...] = ("presets", "sample", "derive", "derivations", "verify", "sweep", "claims")
+COMMANDS: tuple[str, ...] = ("presets", "sample", "derive", "derivations", "verify", "sweep", "threshold", "claims")
 #: Exit statuses: bad input, a computation that failed, an interrupt.
 USAGE, FAILED, INTERRUPTED = 2, 1, 130
 

@@ -119,14 +119,20 @@ def grid(text: str) -> np.ndarray:
     return np.linspace(a, b, k)
 
 
-def overrides(args: argparse.Namespace) -> dict[str, str]:
-    """Field changes from ``--set FIELD=VALUE`` (repeatable) and ``--beta``."""
+def field_changes(items: Sequence[str]) -> dict[str, str]:
+    """Field changes from the ``--set FIELD=VALUE`` items."""
     changes = {}
-    for item in args.set:
+    for item in items:
         field, sep, value = item.partition("=")
         if not sep or not field.strip():
             raise ValueError(f"set: expected FIELD=VALUE, got {item!r}")
         changes[field.strip()] = value.strip()
+    return changes
+
+
+def overrides(args: argparse.Namespace) -> dict[str, str]:
+    """Field changes from ``--set FIELD=VALUE`` (repeatable) and ``--beta``."""
+    changes = field_changes(args.set)
     if args.beta is not None:
         changes["beta"] = args.beta
     return changes

@@ -4,7 +4,8 @@ Verification: density over the histogram, the same on a logarithmic x axis (the
 spectra are very skewed: at beta = 1 the median eigenvalue is about 0.08, the
 top edge about 50), and the law's CDF over the empirical ones; atoms are
 stems. Sweeps: theory curves of moments and of the top edge across the varied
-parameter with Monte Carlo means and standard errors on top.
+parameter with Monte Carlo means and standard errors on top. Threshold: a heatmap of
+KS(softmax, GE) over (beta, n) and the fitted exponents of n against beta.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ if TYPE_CHECKING:
 
     from .causal import CausalVerification
     from .sweep import SweepResult
+    from .threshold import ThresholdResult
 
-__all__ = ["PLOT_FORMATS", "check_plot", "plot_causal", "plot_sweep", "plot_verify"]
+__all__ = ["PLOT_FORMATS", "check_plot", "plot_causal", "plot_sweep", "plot_threshold", "plot_verify"]
 
 COLOURS = {"theory": "black", "softmax": "tab:blue", "ge": "tab:orange", "polynomial": "tab:green"}
 
@@ -185,5 +187,35 @@ def plot_causal(result: CausalVerification, law: Distribution, path: str | Path)
     right.set(xlabel="x", ylabel="P(lambda > x)", title=f"tail (theory kappa = {result.tail:.2f})")
     for ax in (left, right):
         ax.legend(fontsize=8)
+    _save(fig, path)
+    plt.close(fig)
+
+
+def plot_threshold(result: ThresholdResult, path: str | Path) -> None:
+    """KS(softmax, GE) over (beta, n) as a heatmap (log colour), and the exponents of n against beta
+    with the rate of Gaussian equivalence (-1/2) and the stalled level."""
+    from .threshold import RATE, STALLED
+
+    plt = _pyplot()
+    rows = result.rows()
+    betas = np.array([float(real_number("beta", r["beta"])) for r in rows])
+    gap = np.array([r["ks_softmax_ge"] for r in rows], dtype=float)
+    fig, (heat, fit) = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
+    fig.suptitle(f"{result.config.name or 'configuration'}: {result.config.summary()}", fontsize=10)
+    image = heat.imshow(np.log10(gap.T), origin="lower", aspect="auto", cmap="viridis")
+    heat.set_xticks(range(len(betas)), [r["beta"] for r in rows])
+    heat.set_yticks(range(len(result.n)), [str(v) for v in result.n])
+    heat.set_xlabel("beta")
+    heat.set_ylabel("n")
+    heat.set_title("log10 KS(softmax, GE)")
+    fig.colorbar(image, ax=heat)
+    for key, label, marker in (("exponent_softmax_ge", "KS(softmax, GE)", "o"), ("exponent_theory_softmax", "KS(theory, softmax)", "s")):
+        values = np.array([np.nan if r[key] is None else r[key] for r in rows], dtype=float)
+        fit.plot(betas, values, marker=marker, label=label)
+    fit.axhline(RATE, color="grey", ls="--", lw=1, label=f"n^{RATE:g}")
+    fit.axhline(STALLED, color="tab:red", ls=":", lw=1, label="stalled above")
+    fit.set_xlabel("beta")
+    fit.set_ylabel("fitted exponent of n")
+    fit.legend(fontsize=8)
     _save(fig, path)
     plt.close(fig)
