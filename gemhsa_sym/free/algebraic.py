@@ -138,7 +138,8 @@ def classify_edges(density: Density, scale: float, elimination: Elimination, dps
     needed[2] = x_all != 0
     needed[3] = x_all == 0
     values = np.zeros_like(probes)
-    values[needed] = density(probes[needed]) if needed.any() else values[needed]
+    if needed.any():
+        values[needed] = density(probes[needed])
     for k, r in enumerate(roots):
         x = float(r)
         left, right, at, near = (float(v) for v in values[:, k])
