@@ -188,6 +188,11 @@ def _inverse(M: np.ndarray, backend: Backend) -> np.ndarray:
     return backend.inv(M)
 
 
+def _rows(a: np.ndarray) -> np.ndarray:
+    """``a`` as a matrix of its first axis against all the others (also when it has no rows)."""
+    return a.reshape(a.shape[0], int(np.prod(a.shape[1:])))
+
+
 @dataclass(frozen=True)
 class _Used:
     """The nonzero part of an (m, k, k) array T (or C) seen as an m x k^2 matrix: the rows (unknowns)
@@ -200,7 +205,7 @@ class _Used:
 
     @classmethod
     def of(cls, T: np.ndarray) -> "_Used":
-        flat = T.reshape(len(T), -1)
+        flat = _rows(T)
         nonzero = np.vectorize(bool, otypes=[bool])(flat) if flat.dtype == object else flat != 0
         rows, cols = np.flatnonzero(nonzero.any(axis=1)), np.flatnonzero(nonzero.any(axis=0))
         return cls(rows, cols, np.ascontiguousarray(flat[np.ix_(rows, cols)]))
@@ -210,7 +215,7 @@ def _contract(X: np.ndarray, T: _Used, out: np.ndarray) -> np.ndarray:
     """out + sum_ab X[:, a, b] T[j, a, b] (X flattened after its first axis): one matrix product over
     the nonzero part of T."""
     if T.rows.size:
-        out[:, T.rows] += X.reshape(len(X), -1)[:, T.cols] @ T.block.T
+        out[:, T.rows] += _rows(X)[:, T.cols] @ T.block.T
     return out
 
 
@@ -229,13 +234,13 @@ class _Group:
     @classmethod
     def of(cls, A: list[np.ndarray], E: list[np.ndarray], C: list[np.ndarray], T: list[np.ndarray]) -> "_Group":
         def flat(arrays: list[np.ndarray]) -> np.ndarray:
-            return np.concatenate([a.reshape(len(a), -1) for a in arrays], axis=1)
+            return np.concatenate([_rows(a) for a in arrays], axis=1)
 
         return cls(np.stack(A), np.stack(E), _Used.of(flat(C)), _Used.of(flat(T)), _Pairs.stacked(C, T))
 
     def matrices(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
         """M_s(g, w) of the group's sectors, shape (P, S, k, k)."""
-        M = (self.A[None] + w[:, None, None, None] * self.E[None]).reshape(len(g), -1)
+        M = _rows(self.A[None] + w[:, None, None, None] * self.E[None])
         if self.C.rows.size:
             M[:, self.C.cols] += g[:, self.C.rows] @ self.C.block
         return M.reshape(len(g), *self.A.shape)
@@ -309,7 +314,7 @@ class NumericSystem:
     def _inverses(self, group: _Group, w: np.ndarray, g: np.ndarray) -> np.ndarray:
         """M_s(g, w)^{-1} of a group's sectors, shape (P, S, k, k)."""
         M = group.matrices(w, g)
-        return _inverse(M.reshape(-1, *M.shape[2:]), self.backend).reshape(M.shape)
+        return _inverse(M.reshape(M.shape[0] * M.shape[1], *M.shape[2:]), self.backend).reshape(M.shape)
 
     def readout(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
         """R(g, w): the unknowns read from the sector inverses."""
@@ -354,7 +359,7 @@ class NumericSystem:
                 _contract(R @ group.E[None] @ R, group.T, Fw)
             pairs = group.pairs
             if pairs.starts.size:  # J_ij += sum T_i[a,d] C_j[b,c] R[a,b] R[c,d]
-                Rt = R.reshape(P, -1).T.copy()
+                Rt = _rows(R).T.copy()
                 terms = Rt[pairs.left] * Rt[pairs.right] * pairs.weight[:, None]
                 flat[pairs.target] += np.add.reduceat(terms, pairs.starts, axis=0)
         return g - R_sum, flat.T.reshape(P, m, m), Fw
