@@ -60,7 +60,7 @@ class ThresholdResult:
 
     def rows(self) -> list[dict[str, Any]]:
         """Per beta: the KS series, the floor, the softmax outliers above the bulk (per draw) and the
-        fitted exponents of n; ``scale`` is sqrt(log n) at each n (module docstring)."""
+        fitted exponents of n."""
         n = np.array(self.n, dtype=float)
         out = []
         for beta, result in zip(self.betas, self.results):
@@ -84,6 +84,7 @@ class ThresholdResult:
         scale = f"sqrt(log n) = {np.sqrt(np.log(n[0])):.2f} at n = {n[0]} and {np.sqrt(np.log(n[-1])):.2f} at n = {n[-1]}"
         if not fitted:
             return f"KS(softmax, GE) was not fitted (one n, or a zero distance); the scale of the threshold is {scale}."
+
         def listed(pairs: list[tuple[str, float]]) -> str:
             return ", ".join(f"{b} (n^{a:.2f})" for b, a in pairs)
 
@@ -92,14 +93,14 @@ class ThresholdResult:
         stalled = [(b, a) for b, a in fitted if a > STALLED]
         parts = []
         if fast:
-            parts.append(f"KS(softmax, GE) shrinks like n^{RATE:g} or faster (exponent at most {SLOWER:g}) at beta = "
-                         + listed(fast))
+            parts.append(f"shrinks like n^{RATE:g} or faster (exponent at most {SLOWER:g}) at beta = " + listed(fast))
         if slow:
-            parts.append(f"slower than n^{RATE:g} but still shrinking at beta = " + listed(slow))
+            parts.append(f"shrinks more slowly than n^{RATE:g} at beta = " + listed(slow))
         if stalled:
-            parts.append(f"it stops shrinking (exponent above {STALLED:g}) from beta = {stalled[0][0]} on: " + listed(stalled))
+            parts.append(f"stops shrinking (exponent above {STALLED:g}) from beta = {stalled[0][0]} on: " + listed(stalled))
         else:
-            parts.append(f"it does not stop shrinking (exponent above {STALLED:g}) anywhere on this grid")
+            parts.append(f"does not stop shrinking anywhere on this grid (no exponent above {STALLED:g})")
+        parts[0] = "KS(softmax, GE) " + parts[0]
         above = [r["beta"] for r in rows if r["ks_softmax_ge"][-1] > FLOOR_FACTOR * r["ks_floor"][-1]]
         parts.append(f"at n = {n[-1]} the gap exceeds {FLOOR_FACTOR:g} times the Monte Carlo floor at beta = "
                      + ", ".join(above) if above else f"at n = {n[-1]} the gap is within {FLOOR_FACTOR:g} times the "
