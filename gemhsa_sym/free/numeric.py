@@ -120,11 +120,17 @@ def _number(expr: sp.Expr, values: Mapping[sp.Symbol, object], backend: Backend)
     return mpmath.mpmathify(sp.N(e, mpmath.mp.dps + 5))
 
 
+def _nonzero(a: np.ndarray) -> np.ndarray:
+    """Where ``a`` (numbers or mpmath objects) is not zero."""
+    return np.vectorize(bool, otypes=[bool])(a) if a.dtype == object else a != 0
+
+
 @dataclass(frozen=True)
 class _Pairs:
-    """The terms of J_ij = sum T_i[a,d] C_j[b,c] R[a,b] R[c,d] of one sector, sorted by (i, j):
-    flat positions a*k+b and c*k+d in R, weights T_i[a,d] C_j[b,c], the start of each (i, j)
-    run and its flat position i*m+j in J (one gather, one product, one segmented sum)."""
+    """The terms of J_ij = sum T_i[a,d] C_j[b,c] R[a,b] R[c,d] of the sectors of one size, stacked
+    along a new axis (sector s's flat positions offset by s k^2), sorted by (i, j): flat positions
+    in R, weights T_i[a,d] C_j[b,c], the start of each (i, j) run and its flat position i*m+j in J
+    (one gather, one product, one segmented sum)."""
 
     left: np.ndarray
     right: np.ndarray
@@ -132,34 +138,25 @@ class _Pairs:
     starts: np.ndarray
     target: np.ndarray
 
-    @classmethod
-    def of(cls, C: np.ndarray, T: np.ndarray) -> "_Pairs":
+    @staticmethod
+    def _terms(C: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The terms of one sector: flat positions a*k+b and c*k+d in R, weights, targets i*m+j."""
         m, k = C.shape[0], C.shape[-1]
-        def nonzero(a: np.ndarray) -> np.ndarray:
-            return np.vectorize(bool, otypes=[bool])(a) if a.dtype == object else a != 0
-
-        ti, ta, td = np.nonzero(nonzero(T)) if T.size else (np.array([], int),) * 3
-        cj, cb, cc = np.nonzero(nonzero(C)) if C.size else (np.array([], int),) * 3
-        target = (ti[:, None] * m + cj[None, :]).ravel()
-        order = np.argsort(target, kind="stable")
-        left = (ta[:, None] * k + cb[None, :]).ravel()[order]
-        right = (cc[None, :] * k + td[:, None]).ravel()[order]
-        weight = (T[ti, ta, td][:, None] * C[cj, cb, cc][None, :]).ravel()[order]
-        target = target[order]
-        starts = np.flatnonzero(np.r_[True, target[1:] != target[:-1]]) if target.size else np.array([], int)
-        return cls(left, right, weight, starts, target[starts])
+        ti, ta, td = np.nonzero(_nonzero(T)) if T.size else (np.array([], int),) * 3
+        cj, cb, cc = np.nonzero(_nonzero(C)) if C.size else (np.array([], int),) * 3
+        return ((ta[:, None] * k + cb[None, :]).ravel(), (cc[None, :] * k + td[:, None]).ravel(),
+                (T[ti, ta, td][:, None] * C[cj, cb, cc][None, :]).ravel(), (ti[:, None] * m + cj[None, :]).ravel())
 
     @classmethod
     def stacked(cls, C: list[np.ndarray], T: list[np.ndarray]) -> "_Pairs":
-        """The pairs of sectors of one size stacked along a new axis: sector s's flat positions are
-        offset by s k^2, and terms of every sector for the same (i, j) are summed together."""
-        parts = [cls.of(c, t) for c, t in zip(C, T)]
+        """The pairs of the sectors with arrays C[s], T[s]; terms for the same (i, j) are summed together."""
         k2 = C[0].shape[-1] ** 2
-        target = np.concatenate([np.repeat(p.target, np.diff(np.r_[p.starts, len(p.left)])) for p in parts])
+        terms = [cls._terms(c, t) for c, t in zip(C, T)]
+        target = np.concatenate([t[3] for t in terms])
         order = np.argsort(target, kind="stable")
-        left = np.concatenate([p.left + s * k2 for s, p in enumerate(parts)])[order]
-        right = np.concatenate([p.right + s * k2 for s, p in enumerate(parts)])[order]
-        weight = np.concatenate([p.weight for p in parts])[order]
+        left = np.concatenate([t[0] + s * k2 for s, t in enumerate(terms)])[order]
+        right = np.concatenate([t[1] + s * k2 for s, t in enumerate(terms)])[order]
+        weight = np.concatenate([t[2] for t in terms])[order]
         target = target[order]
         starts = np.flatnonzero(np.r_[True, target[1:] != target[:-1]]) if target.size else np.array([], int)
         return cls(left, right, weight, starts, target[starts])
@@ -206,7 +203,7 @@ class _Used:
     @classmethod
     def of(cls, T: np.ndarray) -> "_Used":
         flat = _rows(T)
-        nonzero = np.vectorize(bool, otypes=[bool])(flat) if flat.dtype == object else flat != 0
+        nonzero = _nonzero(flat)
         rows, cols = np.flatnonzero(nonzero.any(axis=1)), np.flatnonzero(nonzero.any(axis=0))
         return cls(rows, cols, np.ascontiguousarray(flat[np.ix_(rows, cols)]))
 
