@@ -27,7 +27,7 @@ from gemhsa_sym.model_files import is_model
 from gemhsa_sym.parse import integer_value, real_number
 from gemhsa_sym.rules import KV_MODES, OUTPUT_MODES, OUTPUT_RULES, VALUE_RULES
 from gemhsa_sym.scores import get_score
-from gemhsa_sym.sharing import Partition, partition, partition_spec
+from gemhsa_sym.sharing import INFINITE_HEADS, Partition, partition, partition_spec
 
 __all__ = [
     "DIMENSIONS",
@@ -47,6 +47,14 @@ MASKS: tuple[str, ...] = ("none", "causal")
 _OUTPUT_SIDE: dict[str, Any] = {"kv": "independent", "rho": 0, "output": "independent", "residual": None}
 #: Most heads: sharing partitions are stored head by head.
 MAX_HEADS = 10**6
+
+
+def _keyword(field: str, groups: Partition, heads: int | str) -> str:
+    """The sharing keyword ("independent" or "all") of a partition, for a change to or from infinitely many heads."""
+    spec = partition_spec(groups, heads)
+    if spec in ("independent", "all"):
+        return spec
+    raise ValueError(f"{field}: infinitely many heads share a matrix per head or by all, not {spec!r}")
 
 
 def _ratio_text(ratio: sp.Rational) -> str:
@@ -84,6 +92,10 @@ class Config:
     P = I - 11^T/n. ``tokens = "orthonormal"`` (default ``"gaussian"``) draws the tokens as
     sqrt(d) times n rows of a Haar orthogonal matrix (n <= d). ``mask = "causal"`` (default ``"none"``)
     lets query i see the keys j <= i only (docs/extensions.md §8.1, §8.2, §8.4, §8.6).
+
+    ``heads = "oo"`` asks for the limit of infinitely many heads (docs/extensions.md §8.5): with
+    d_k and d_v left out, H d_k = H d_v = d (the fields hold None); given, they stay fixed per head.
+    Its sharing fields are ``"independent"`` or ``"all"``; it has a law but no sample.
     """
 
     n: sp.Rational = sp.Integer(1)
@@ -91,7 +103,7 @@ class Config:
     d_k: sp.Rational | None = None
     d_v: sp.Rational | None = None
     d_out: sp.Rational | None = None
-    heads: int = 1
+    heads: int | str = 1
     beta: sp.Expr = sp.Integer(1)
     score: str = "softmax"
     normalisation: str = "row"
@@ -117,11 +129,7 @@ class Config:
             given = [key for key in ("d_v", "d_out", "share_v") if getattr(self, key) is not None]
             if given:
                 raise ValueError(f"{given[0]}: an output-side field, not used with target = 'attention'")
-        heads = integer_value("heads", self.heads)
-        if heads < 1:
-            raise ValueError(f"heads: need at least one head, got {heads}")
-        if heads > MAX_HEADS:
-            raise ValueError(f"heads: at most {MAX_HEADS} heads, got {heads}")
+        heads = self._heads()
         put("heads", heads)
         for key, value in dimension_ratios({key: getattr(self, key) for key in (*DIMENSIONS, "size_n")}, heads).items():
             put(key, value)
@@ -199,6 +207,26 @@ class Config:
         if self.target == "attention":
             self._check_attention_target()
 
+    def _heads(self) -> int | str:
+        """The number of heads, or "oo" (checked against the fields it does not allow)."""
+        if self.heads in (INFINITE_HEADS, sp.oo):
+            for key, allowed in (("target", "output"), ("mask", "none"), ("tokens", "gaussian")):
+                if getattr(self, key) != allowed:
+                    raise ValueError(f"heads: infinitely many heads are built for {key} = {allowed!r}, "
+                                     f"got {getattr(self, key)!r}")
+            return INFINITE_HEADS
+        heads = integer_value("heads", self.heads)
+        if heads < 1:
+            raise ValueError(f"heads: need at least one head, got {heads}")
+        if heads > MAX_HEADS:
+            raise ValueError(f"heads: at most {MAX_HEADS} heads, got {heads}")
+        return heads
+
+    @property
+    def infinite_heads(self) -> bool:
+        """Whether this is the limit of infinitely many heads (docs/extensions.md §8.5)."""
+        return self.heads == INFINITE_HEADS
+
     @property
     def spectral_object(self) -> str:
         """What the law is the law of, in words (docs/model.md §1.1, docs/extensions.md §8.1, §8.4)."""
@@ -233,11 +261,16 @@ class Config:
         return cls(n=n, d=d, d_k=d_k, d_v=d_v, d_out=d_out, size_n=n, **options)
 
     def ratios(self) -> dict[str, sp.Rational]:
-        """Dimension ratios to n: keys ``n`` (= 1), ``d``, ``d_k``, ``d_v``, ``d_out``."""
+        """Dimension ratios to n: keys ``n`` (= 1), ``d``, ``d_k``, ``d_v``, ``d_out`` (None for the per-head
+        widths d / H of infinitely many heads)."""
         return {key: getattr(self, key) for key in DIMENSIONS}
 
     def sizes(self, n: int | None = None) -> dict[str, int]:
-        """Integer sizes for token count ``n`` (default ``size_n``); ValueError naming a non-integral one."""
+        """Integer sizes for token count ``n`` (default ``size_n``); ValueError naming a non-integral one,
+        or the heads of a configuration with infinitely many, which has no finite size."""
+        if self.infinite_heads:
+            raise ValueError("heads: infinitely many heads ('oo') have a law but no finite sample; draw a finite number "
+                             "of heads (--heads H, or verify --sample-heads H)")
         if n is None:
             n = self.size_n
         if n is None:
@@ -287,21 +320,26 @@ class Config:
         return Config.from_dict(data)
 
     def with_heads(self, heads: Any) -> Config:
-        """A copy with ``heads`` heads; where this configuration has H d_k = d, the per-head widths
+        """A copy with ``heads`` heads (or "oo"); where this configuration has H d_k = d, the per-head widths
         follow (d_k = d / H, and d_v = d_k where d_v equals d_k), so that the total width stays d."""
-        heads = integer_value("heads", heads)
+        infinite = heads in (INFINITE_HEADS, sp.oo)
+        heads = INFINITE_HEADS if infinite else integer_value("heads", heads)
         changes: dict[str, Any] = {"heads": heads}
-        if self.d_k * self.heads == self.d:
-            changes["d_k"] = self.d / heads
-            if self.d_v == self.d_k:
-                changes["d_v"] = self.d / heads
+        for key in ("d_k", "d_v"):
+            ratio = getattr(self, key)
+            if ratio is None or (not self.infinite_heads and ratio * self.heads == self.d):  # H d_k = d
+                changes[key] = None if infinite else self.d / heads
+        if infinite:  # sharing by keyword: per head or by all
+            for key in SHARING_FIELDS.values():
+                if not (key == "share_v" and VALUE_RULES[self.kv].follows_keys):
+                    changes[key] = _keyword(key, getattr(self, key), self.heads)
         return self.replace(**changes)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON- and TOML-able fields; exact numbers as strings (``"1/4"``); None, the default target and,
         for the attention target, the output-side fields left out."""
         data: dict[str, Any] = {"name": self.name}
-        data |= {key: str(value) for key, value in self.ratios().items()}
+        data |= {key: str(value) for key, value in self.ratios().items() if value is not None}
         data |= {
             "size_n": self.size_n,
             "heads": self.heads,
@@ -356,11 +394,13 @@ class Config:
     def summary(self) -> str:
         """One line describing the layer, built from the fields."""
         ratios = self.ratios()
-        parts = [f"H={self.heads}"] + [f"{key}={_ratio_text(ratios[key])}" for key in DIMENSIONS[1:]]
+        parts = [f"H={self.heads}"] + [f"{key}={'d/H' if ratios[key] is None else _ratio_text(ratios[key])}"
+                                       for key in DIMENSIONS[1:]]
         shared: dict[str, list[str]] = {}
         for which, key in SHARING_FIELDS.items():
             groups = getattr(self, key)
-            if len(groups) < self.heads and not (which == "v" and VALUE_RULES[self.kv].follows_keys):
+            shared_by_some = groups == "all" if self.infinite_heads else len(groups) < self.heads
+            if shared_by_some and not (which == "v" and VALUE_RULES[self.kv].follows_keys):
                 spec = partition_spec(groups, self.heads)
                 text = ("by all heads" if spec == "all" else
                         f"in {len(groups)} groups" if isinstance(spec, dict) else f"as {spec}")

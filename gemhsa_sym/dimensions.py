@@ -12,6 +12,7 @@ from typing import Any
 import sympy as sp
 
 from gemhsa_sym.parse import integer_value, real_number
+from gemhsa_sym.sharing import INFINITE_HEADS
 
 __all__ = ["DIMENSIONS", "RATIO_RANGE", "dimension_ratios"]
 
@@ -27,9 +28,11 @@ def _short(number: sp.Expr) -> str:
     return text if len(text) <= 12 else f"{float(number):.4g}"
 
 
-def dimension_ratios(given: Mapping[str, Any], heads: int) -> dict[str, Any]:
+def dimension_ratios(given: Mapping[str, Any], heads: int | str) -> dict[str, Any]:
     """Exact ratios to n of the widths ``given`` (n, d, d_k, d_v, d_out, None for a default) and ``size_n``,
-    from ratio input (n = 1) or size input (n > 1) (docs/model.md §1.1)."""
+    from ratio input (n = 1) or size input (n > 1) (docs/model.md §1.1). With infinitely many heads the
+    default per-head widths are None: H d_k = H d_v = d in the limit (docs/extensions.md §8.5)."""
+    infinite = heads == INFINITE_HEADS
     n = real_number("n", given["n"])
     size_n = None if given["size_n"] is None else integer_value("size_n", given["size_n"])
     if size_n is not None and size_n < 1:
@@ -43,7 +46,7 @@ def dimension_ratios(given: Mapping[str, Any], heads: int) -> dict[str, Any]:
     ratios: dict[str, Any] = {"n": sp.Integer(1)}
     defaults = {
         "d": lambda: sp.Integer(1),
-        "d_k": lambda: ratios["d"] / heads,
+        "d_k": lambda: None if infinite else ratios["d"] / heads,
         "d_v": lambda: ratios["d_k"],
         "d_out": lambda: ratios["d"],
     }
@@ -51,6 +54,9 @@ def dimension_ratios(given: Mapping[str, Any], heads: int) -> dict[str, Any]:
         value = given[key]
         if value is None:
             ratio = defaults[key]()
+            if ratio is None:  # a per-head width d / H of infinitely many heads
+                ratios[key] = None
+                continue
         else:
             ratio = real_number(key, value)
             if n != 1 and not ratio.is_integer:
@@ -62,9 +68,11 @@ def dimension_ratios(given: Mapping[str, Any], heads: int) -> dict[str, Any]:
             raise ValueError(f"{key}: must be positive, got {value}")
         ratios[key] = ratio
     low, high = RATIO_RANGE
-    for key, width, text in (("d", ratios["d"], "d / n"), ("d_out", ratios["d_out"], "d_out / n"),
-                             ("d_k", heads * ratios["d_k"], "heads * d_k / n"),
-                             ("d_v", heads * ratios["d_v"], "heads * d_v / n")):
+    widths = [("d", ratios["d"], "d / n"), ("d_out", ratios["d_out"], "d_out / n")]
+    for key in ("d_k", "d_v"):
+        if ratios[key] is not None:
+            widths.append((key, ratios[key], f"{key} / n") if infinite else (key, heads * ratios[key], f"heads * {key} / n"))
+    for key, width, text in widths:
         if not low <= width <= high:
             raise ValueError(f"{key}: {text} = {_short(width)} is outside {low}..{high}, the range of widths "
                              "the engine solves reliably")

@@ -31,11 +31,13 @@ from .hermite import HermiteData, hermite_data
 from .parse import to_number
 from .rules import OUTPUT_RULES, VALUE_RULES
 
-__all__ = ["MU1", "SIGMA", "GaussianEquivalent", "gaussian_equivalent", "head_sum"]
+__all__ = ["HEADS", "MU1", "SIGMA", "GaussianEquivalent", "gaussian_equivalent", "head_sum"]
 
 #: The Gaussian-equivalence coefficients as symbols of the model (docs/model.md §1.5).
 MU1 = sp.Symbol("mu_1", real=True)
 SIGMA = sp.Symbol("sigma", nonnegative=True)
+#: The number of heads of a configuration with infinitely many, whose value is oo (docs/extensions.md §8.5).
+HEADS = sp.Symbol("H", positive=True, integer=True)
 
 
 @dataclass(frozen=True)
@@ -54,11 +56,15 @@ class GaussianEquivalent:
     #: The standard deviation of the score entries: the coefficient of S0 is mu_1 / score_scale
     #: (docs/extensions.md §8.3).
     score_scale: sp.Expr = sp.Integer(1)
+    #: Whether the model is the limit of infinitely many heads: :data:`HEADS` has the value oo.
+    limit: bool = False
 
     @property
     def values(self) -> dict[sp.Symbol, sp.Expr]:
-        """The values of mu_1 and sigma (mu_1 per unit of the scores' standard deviation)."""
-        return {MU1: self.coefficients.mu1 / self.score_scale, SIGMA: sp.sqrt(self.coefficients.sigma2)}
+        """The values of mu_1 and sigma (mu_1 per unit of the scores' standard deviation), and H = oo for the
+        limit of infinitely many heads."""
+        heads = {HEADS: sp.oo} if self.limit else {}
+        return {MU1: self.coefficients.mu1 / self.score_scale, SIGMA: sp.sqrt(self.coefficients.sigma2), **heads}
 
 
 def _exact(coefficient: sp.Expr) -> sp.Expr:
@@ -66,8 +72,11 @@ def _exact(coefficient: sp.Expr) -> sp.Expr:
     return coefficient
 
 
-def _level(partition: tuple[tuple[int, ...], ...]) -> tuple[str, int]:
-    """('head'|'group'|'global'|'irregular', number of groups) of a sharing partition."""
+def _level(partition: tuple[tuple[int, ...], ...] | str) -> tuple[str, int]:
+    """('head'|'group'|'global'|'irregular', number of groups) of a sharing partition (or of its keyword,
+    for infinitely many heads)."""
+    if isinstance(partition, str):
+        return ("head", 0) if partition == "independent" else ("global", 1)
     sizes = {len(g) for g in partition}
     if sizes == {1}:
         return "head", len(partition)
@@ -118,8 +127,9 @@ def _tokens(config: Config, dims: dict[str, Dim], ratios: dict[Dim, sp.Expr]) ->
 
 
 def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) -> GaussianEquivalent:
-    """The polynomial of the module docstring for ``config`` (``heads`` may be a SymPy symbol); a causal
-    layer has none (docs/extensions.md §8.6) and is refused with the reason."""
+    """The polynomial of the module docstring for ``config`` (``heads`` may be a SymPy symbol; with infinitely
+    many heads it is :data:`HEADS`, valued oo); a causal layer has none (docs/extensions.md §8.6) and is
+    refused with the reason."""
     if config.mask != "none":
         raise NotImplementedError(
             "mask: the Gaussian equivalent of a causal layer masks its scores entrywise and normalises row i by 1/i, "
@@ -128,6 +138,8 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
         )
     scale = config.score_scale
     coeff = hermite_data(config.score, config.beta * scale, config.normalisation)
+    if config.infinite_heads and heads is None:
+        heads = HEADS
     H = sp.Integer(config.heads) if heads is None else heads if isinstance(heads, sp.Expr) else to_number(heads, "heads")
     r = config.ratios()
     n, d, d_k = Dim("n"), Dim("d"), Dim("d_k")
@@ -137,7 +149,11 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     ratios = {n: sp.S.One, d: r["d"], d_k: r["d_k"], d_v: r["d_v"], d_out: r["d_out"]}
     if d_v == d_k:
         ratios[d_k] = r["d_k"]
-    if heads is not None and isinstance(heads, sp.Symbol):  # per-head width follows H d_k = d
+    if config.infinite_heads:  # H d_k = H d_v = d where a per-head width is left out
+        for dim, key in ((d_k, "d_k"), (d_v, "d_v")):
+            if r[key] is None:
+                ratios[dim] = r["d"] / H
+    elif heads is not None and isinstance(heads, sp.Symbol):  # per-head width follows H d_k = d
         if r["d_k"] * config.heads == r["d"]:
             ratios[d_k] = r["d"] / H
             if d_v != d_k:
@@ -164,10 +180,12 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     regular = "irregular" not in (lq, lk, lv) and len({part for *_, part in grouped}) <= 1
     if not regular:
         return GaussianEquivalent(head_sum(config, template, roles), ratios, coeff, template, roles, scale)
+    limit = config.infinite_heads and heads is HEADS
     G = sp.Integer(next(iter(grouped))[1]) if grouped else sp.S.One
     levels = [(x, "global") for x in tokens.shared] + [(Z, "head")] + [(g, lq) for g in tokens.query]
     levels += [(g, lk) for g in tokens.key] + [(g, lv) for g in values] + ([] if WO is None else [(WO, "head")])
-    return GaussianEquivalent(ExchangeableSum(template, G, H / G, tuple(levels)), ratios, coeff, template, roles, scale)
+    return GaussianEquivalent(ExchangeableSum(template, G, H / G, tuple(levels)), ratios, coeff, template, roles, scale,
+                              limit)
 
 
 def head_sum(config: Config, template: MatrixExpr, roles: dict[str, Any]) -> MatrixExpr:

@@ -31,6 +31,7 @@ def _presets() -> dict[str, Config]:
         "attention-orthonormal": dict(target="attention", tokens="orthonormal"),
         "residual": single | dict(residual=1),
         "tokens-two-level": single | dict(tokens="covariance", token_covariance={"values": ["1/2", "3/2"], "weights": ["1/2", "1/2"]}),
+        "heads-infinite": dict(heads="oo"),
     }
     return {name: Config(name=name, **spec) for name, spec in specs.items()}
 

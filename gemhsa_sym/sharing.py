@@ -2,7 +2,9 @@
 
 A partition of the heads 0..H-1 is a sorted tuple of sorted groups, read from a keyword
 (``"independent"``, ``"all"``), ``{"groups": G}`` (G equal consecutive groups), an explicit
-list of lists of head indices, or the JSON text of one of these (for ``--set``).
+list of lists of head indices, or the JSON text of one of these (for ``--set``). With infinitely
+many heads (``heads = "oo"``, docs/extensions.md §8.5) a partition is its keyword,
+``"independent"`` or ``"all"``.
 """
 
 from __future__ import annotations
@@ -13,18 +15,26 @@ from typing import Any
 
 from gemhsa_sym.parse import integer_value
 
-__all__ = ["Partition", "partition", "partition_spec"]
+__all__ = ["INFINITE_HEADS", "Partition", "partition", "partition_spec"]
 
-#: A partition of the heads 0..H-1: sorted groups, sorted by their first head.
-Partition = tuple[tuple[int, ...], ...]
+#: A partition of the heads 0..H-1: sorted groups, sorted by their first head (or, for infinitely
+#: many heads, the keyword "independent" or "all").
+Partition = tuple[tuple[int, ...], ...] | str
+#: The number of heads of the limit H -> infinity (docs/extensions.md §8.5).
+INFINITE_HEADS = "oo"
 
 
-def partition(field: str, spec: Any, heads: int) -> Partition:
+def partition(field: str, spec: Any, heads: int | str) -> Partition:
     """Canonical partition of 0..heads-1 from a keyword, {"groups": G} or a list of lists.
 
     Strings other than the keywords are read as JSON (``'[[0, 1], [2, 3]]'``,
     ``'{"groups": 2}'``), so that ``--set share_k=...`` works from a shell.
     """
+    if heads == INFINITE_HEADS:
+        if spec not in ("independent", "all"):
+            raise ValueError(f"{field}: with infinitely many heads a matrix is per head ('independent') or shared by "
+                             f"all ('all'), got {spec!r}")
+        return spec
     if isinstance(spec, str):
         keyword = spec.strip()
         if keyword == "independent":
@@ -67,8 +77,10 @@ def partition(field: str, spec: Any, heads: int) -> Partition:
     return tuple(sorted(tuple(sorted(group)) for group in groups))
 
 
-def partition_spec(groups: Partition, heads: int) -> str | dict[str, int] | list[list[int]]:
+def partition_spec(groups: Partition, heads: int | str) -> str | dict[str, int] | list[list[int]]:
     """The shortest spec that :func:`partition` reads back as ``groups``."""
+    if isinstance(groups, str):
+        return groups
     if groups == partition("", "independent", heads):
         return "independent"
     if groups == partition("", "all", heads):

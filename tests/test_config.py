@@ -32,6 +32,7 @@ PRESET_FIELDS = {
     "attention-orthonormal": dict(heads=1, d_k=1, target="attention", tokens="orthonormal"),
     "residual": dict(heads=1, residual=1),
     "tokens-two-level": dict(heads=1, tokens="covariance", token_covariance=((R(1, 2), R(1, 2)), (R(3, 2), R(1, 2)))),
+    "heads-infinite": dict(heads="oo", d_k=None, d_v=None, share_q="independent", share_k="independent"),
 }
 
 
@@ -47,7 +48,7 @@ def test_preset_fields(name: str) -> None:
     assert config.n == 1 and config.d == 1 and config.d_out == 1 and config.size_n is None
     for key, value in PRESET_FIELDS[name].items():
         assert getattr(config, key) == value, key
-    if name not in {"mqa", "gqa", "shared-q"}:
+    if name not in {"mqa", "gqa", "shared-q", "heads-infinite"}:
         independent = tuple((h,) for h in range(config.heads))
         assert config.share_q == config.share_k == config.share_v == independent
 

@@ -28,7 +28,8 @@ def scaled(config: Config) -> Config:
 
 #: The presets of the attention layer's output with Gaussian tokens: torch's multi-head attention computes it.
 CONFIGS = {name: scaled(config) for name, config in PRESETS.items()
-           if config.target == "output" and config.tokens == "gaussian" and config.residual is None}
+           if config.target == "output" and config.tokens == "gaussian" and config.residual is None
+           and not config.infinite_heads}
 CONFIGS |= {
     "mha-beta": scaled(PRESETS["mha"].replace(beta="2.5")),
     "gqa-negative-beta": scaled(PRESETS["gqa"].replace(beta="-0.8")),

@@ -33,8 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "verdict. Slow: one law per preset."
         ),
     )
-    parser.add_argument("--n", type=int_list("n"), default=[504, 1000, 2000], metavar="N[,N...]",
-                        help="token counts, each giving integer sizes for every preset (default 504,1000,2000)")
+    parser.add_argument("--n", type=int_list("n"), default=[600, 1000, 2000], metavar="N[,N...]",
+                        help="token counts, each giving integer sizes for every preset (default 600,1000,2000)")
     parser.add_argument("--draws", type=integer("draws", 1, MAX_DRAWS), default=2, help="draws per sample set (default 2)")
     parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
     parser.add_argument("--presets", type=_presets, default=tuple(PRESETS), metavar="NAME[,NAME...]",

@@ -14,13 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.config import Config
+from gemhsa_sym.config import MAX_HEADS, Config
 from gemhsa_sym.executors import SCHEDULER_TIMEOUT
 from gemhsa_sym.files import check_folder, check_writable
 from gemhsa_sym.free.results import MAX_DPS
 from gemhsa_sym.model_files import PolynomialModel
 from gemhsa_sym.presets import load_config, load_input
 from gemhsa_sym.sampler import BACKENDS, DEVICES, check_backend
+from gemhsa_sym.sharing import INFINITE_HEADS
 from gemhsa_sym.verification.plots import check_plot
 
 __all__ = [
@@ -34,6 +35,13 @@ MAX_DRAWS = 100_000
 MAX_JOBS = 256
 MAX_GRID = 1_000_000
 MAX_SEED = 2**63 - 1
+
+
+def heads_count(text: str) -> int | str:
+    """A type function: a number of heads from 1 to MAX_HEADS, or "oo" (infinitely many, docs/extensions.md §8.5)."""
+    if text.strip() == INFINITE_HEADS:
+        return INFINITE_HEADS
+    return integer("heads", 1, MAX_HEADS)(text)
 
 
 def integer(name: str, least: int, most: int) -> Callable[[str], int]:

@@ -7,8 +7,8 @@ import json
 import time
 
 from gemhsa_sym.causal import causal_report
-from gemhsa_sym.cli.common import add_config_arguments, check_outputs, digits, grid, input_from_args, integer, seconds
-from gemhsa_sym.config import MAX_HEADS, Config
+from gemhsa_sym.cli.common import add_config_arguments, check_outputs, digits, grid, heads_count, input_from_args, seconds
+from gemhsa_sym.config import Config
 from gemhsa_sym.derive import AttentionLaw, law_of
 from gemhsa_sym.files import write_atomic
 from gemhsa_sym.free.document import document
@@ -35,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     add_config_arguments(parser, models=True)
-    parser.add_argument("--heads", type=integer("heads", 1, MAX_HEADS),
-                        help="number of heads, overriding the config's (d_k and d_v follow H d_k = d when the config has it)")
+    parser.add_argument("--heads", type=heads_count,
+                        help="number of heads, overriding the config's (d_k and d_v follow H d_k = d when the config has "
+                             "it), or oo for the limit of infinitely many heads")
     parser.add_argument("--grid", metavar="A:B:K", type=grid, help="density table on K points from A to B")
     parser.add_argument("--dps", type=digits, default=30, help=f"digits of the support edges, 1 to {MAX_DPS} (default 30)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")

@@ -19,10 +19,10 @@ from gemhsa_sym.cli.common import (
     int_list,
     integer,
 )
-from gemhsa_sym.config import Config
+from gemhsa_sym.config import MAX_HEADS, Config
 from gemhsa_sym.executors import open_executor, show_progress
 from gemhsa_sym.verification.causal import format_causal, verify_causal
-from gemhsa_sym.verification.compare import format_report, verify
+from gemhsa_sym.verification.compare import drawn_config, format_report, verify
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "A causal layer (--set mask=causal, a score with mu_1 = 0 such as square) has a law without\n"
             "moments: it is compared by KS distances, quantiles 0.1/0.5/0.9/0.99 and tail exponents\n"
             "(Hill's estimator on the samples), and --plot draws the CDFs and the tails on log-log axes.\n"
+            "A configuration with infinitely many heads (heads = \"oo\", e.g. heads-infinite) is drawn with the\n"
+            "finite number of heads --sample-heads H (per-head widths d / H where the limit has H d_k = d):\n"
+            "the distances then include the law's own change from H to infinitely many heads.\n"
             "The exit status is 0 whatever the figures say."
         ),
     )
@@ -54,6 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="token counts; for a polynomial model, the n of its sizes ratio * n (default 2000)")
     parser.add_argument("--draws", type=integer("draws", 1, MAX_DRAWS), default=3, help="independent draws per sample set (default 3)")
     parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
+    parser.add_argument("--sample-heads", type=integer("sample_heads", 1, MAX_HEADS), metavar="H",
+                        help="heads to draw for a configuration with infinitely many (required there, refused elsewhere)")
     parser.add_argument("--edge-tol", type=finite("edge_tol", 0.0, 10.0), default=0.05,
                         help="relative widening of the support before an eigenvalue counts as an outlier (default 0.05, at most 10)")
     parser.add_argument("--cache", metavar="DIR", help="reuse (and store) the law's summary in DIR")
@@ -69,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
     config = input_from_args(args, {"--backend": args.backend != "numpy", "--device": args.device != "cpu"})
     check_backend_arguments(args, None if args.scheduler else args.jobs)
+    if isinstance(config, Config):
+        drawn_config(config, args.sample_heads)  # before any work: a limit needs its finite H, nothing else takes one
+    elif args.sample_heads is not None:
+        raise ValueError("sample_heads: only for a configuration with infinitely many heads, not a polynomial model")
     causal = isinstance(config, Config) and config.mask == "causal"
     if causal:
         if args.cache:
@@ -81,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             result = verify(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
                             progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache,
-                            backend=args.backend, device=args.device)
+                            backend=args.backend, device=args.device, sample_heads=args.sample_heads)
     if args.plot:
         from gemhsa_sym.verification.plots import plot_causal, plot_verify
 

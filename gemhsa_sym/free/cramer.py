@@ -1,7 +1,7 @@
 """Polynomial equations of a Dyson system by Cramer's rule (docs/solving.md §3.2).
 
 Each entry of a sector's G = M^{-1} is a cofactor over the determinant D_s, so every read-out
-g_j = sum c (M_s^{-1})_ab becomes the polynomial equation g_j prod D_s = sum c adj(M_s)_ba
+g_j = sum c (M_s^{-1})_ab becomes the polynomial equation g_j prod D_s = sum c adj(M_s)_ab
 prod_{s' != s} D_s' in the unknowns, w and the parameters (determinants by Laplace expansion,
 memoised per sector).
 """
@@ -40,7 +40,7 @@ def _determinant(B: PolynomialBackend, mat: Sequence[Sequence[Any]], rows: tuple
 
 
 def cramer_equations(system: DysonSystem, B: PolynomialBackend, rewrite: Callable[[sp.Expr], sp.Expr]) -> list[Any]:
-    """g_j prod D_s = sum c adj(M_s)_ba prod_{s' != s} D_s' for every unknown g_j (module docstring)."""
+    """g_j prod D_s = sum c adj(M_s)_ab prod_{s' != s} D_s' for every unknown g_j (module docstring)."""
     mats, memos, dets = [], [], []
     for sec in system.sectors:
         Msym = sec.matrix()
@@ -51,10 +51,11 @@ def cramer_equations(system: DysonSystem, B: PolynomialBackend, rewrite: Callabl
         memos.append(memo)
         dets.append(_determinant(B, mat, full, full, memo))
 
-    def adjugate(s: int, b: int, a: int) -> Any:
-        """adj(M)_ba = (-1)^(a+b) det M with row a and column b removed."""
+    def adjugate(s: int, a: int, b: int) -> Any:
+        """adj(M)_ab = (-1)^(a+b) det M with row b and column a removed, so (M^{-1})_ab = adj(M)_ab / det M
+        (M need not be symmetric)."""
         full = tuple(range(system.sectors[s].size))
-        minor = _determinant(B, mats[s], full[:a] + full[a + 1 :], full[:b] + full[b + 1 :], memos[s])
+        minor = _determinant(B, mats[s], full[:b] + full[b + 1 :], full[:a] + full[a + 1 :], memos[s])
         return minor if (a + b) % 2 == 0 else B.zero() - minor
 
     eqs = []
@@ -66,7 +67,7 @@ def cramer_equations(system: DysonSystem, B: PolynomialBackend, rewrite: Callabl
             lhs = lhs * dets[s]
         rhs = B.zero()
         for s, a, b, c in reads:
-            term = B.from_sympy(rewrite(c)) * adjugate(s, b, a)
+            term = B.from_sympy(rewrite(c)) * adjugate(s, a, b)
             for t in secs:
                 if t != s:
                     term = term * dets[t]

@@ -12,11 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import sympy as sp
 from sympy.matrices.expressions import MatrixExpr
 
 from ..parse import to_number
 from .exchangeable import ExchangeableSum, exchangeable_system
+from .heads_limit import check_limit, heads_limit
 from .matrices import Dim, gaussians_of
 from .pencil import Pencil, linearise
 from .reductions import reduce_system
@@ -24,6 +26,9 @@ from .scale import law_scale, norm_bound
 from .system import DysonSystem, dyson_system
 
 __all__ = ["Derivation", "derivation"]
+
+#: The number of heads at which the system of infinitely many heads is reduced before its limit is taken.
+PROBE_HEADS = 8
 
 
 def _expression(field: str, value: Any) -> sp.Expr:
@@ -36,7 +41,9 @@ class Derivation:
     """Model, ratios, values, pencil, full and reduced Dyson system and scale of one law.
 
     ``zero`` is True when Y vanishes at the values (an attention layer at beta = 0): the
-    law is then the point mass at 0 and ``scale`` is 0.
+    law is then the point mass at 0 and ``scale`` is 0. For infinitely many heads (an exchangeable
+    sum whose H has the value oo) ``full_system`` is the limit of the exchangeable system
+    (docs/equations.md §2.10), before its own reductions.
     """
 
     model: MatrixExpr | ExchangeableSum
@@ -47,6 +54,8 @@ class Derivation:
     system: DysonSystem
     scale: float
     zero: bool
+    #: For infinitely many heads, the power of H of each unknown of the limit (g = H^p h), else None.
+    limit: Mapping[sp.Symbol, sp.Rational] | None = None
 
     @property
     def polynomial(self) -> MatrixExpr:
@@ -102,6 +111,8 @@ def derivation(model: MatrixExpr | ExchangeableSum, ratios: Mapping[Dim, Any],
               for k, v in (values or {}).items()}
     pencil = linearise(template)
     pencil.check()
+    if exchangeable and sp.sympify(model.heads).subs(values) is sp.oo:
+        return _limit_derivation(model, ratios, values, pencil)
     full = exchangeable_system(model, pencil, ratios, values) if exchangeable else dyson_system(pencil, ratios)
     probe = _probe(full, values)  # parameters without a value get generic ones for the scale and the reductions only
     bound = norm_bound(template, ratios, probe) * (float(model.heads.subs(probe)) if exchangeable else 1.0)
@@ -109,3 +120,26 @@ def derivation(model: MatrixExpr | ExchangeableSum, ratios: Mapping[Dim, Any],
     scale = 0.0 if zero else law_scale(bound * bound, full, probe)
     system = reduce_system(full, probe, scale) if reduce and not zero else full
     return Derivation(model, ratios, values, pencil, full, system, scale, zero)
+
+
+def _limit_derivation(model: ExchangeableSum, ratios: Mapping[Dim, sp.Expr], values: Mapping[sp.Symbol, sp.Expr],
+                      pencil: Pencil) -> Derivation:
+    """The derivation of infinitely many heads: the system reduced at :data:`PROBE_HEADS` heads, its limit
+    H -> oo (checked against the finite systems), and the limit's own reductions (docs/equations.md §2.10)."""
+    H = model.heads
+    if not isinstance(H, sp.Symbol):
+        raise ValueError(f"heads: the limit of infinitely many heads needs H as one symbol, got {H}")
+    finite = {**values, H: sp.Integer(PROBE_HEADS)}
+    full = exchangeable_system(model, pencil, ratios, finite)
+    probe = _probe(full, finite)
+    bound = norm_bound(model.template, ratios, probe) * PROBE_HEADS
+    if bound == 0:
+        raise ValueError("heads: the layer vanishes at these values (beta = 0?); its limit is the point mass at 0")
+    reduced = reduce_system(full, probe, law_scale(bound * bound, full, probe))
+    limit = heads_limit(reduced, H, probe)
+    values = {k: v for k, v in values.items() if k != H}  # H is gone from the limit
+    generic = _probe(limit.system, values)
+    scale = law_scale(np.inf, limit.system, generic)
+    check_limit(limit.system, reduced, H, generic, scale)
+    system = reduce_system(limit.system, generic, scale)
+    return Derivation(model, ratios, values, pencil, limit.system, system, scale, False, limit.exponents)

@@ -98,7 +98,7 @@ class SpectralLaw:
     def meanings(self) -> dict[sp.Symbol, Meaning]:
         """What each unknown of the reduced system is (docs/equations.md §2.8)."""
         heads = isinstance(self.model, ExchangeableSum) and self.model.heads != 1
-        return self._cached(("meanings",), lambda: meanings(self.system, self.pencil, heads))
+        return self._cached(("meanings",), lambda: meanings(self.system, self.pencil, heads, self.derivation.limit))
 
     def __repr__(self) -> str:
         return f"SpectralLaw(Y = {self.model}, ratios = {dict((str(k), v) for k, v in self.ratios.items())})"

@@ -19,6 +19,7 @@ finite pencil.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import sympy as sp
@@ -53,6 +54,9 @@ class Meaning:
     right: MatrixExpr
     shift: MatrixExpr | None
     heads: str | None
+    #: For the limit of infinitely many heads (docs/equations.md §2.10): the unknown is the limit of
+    #: H^(-limit) times the trace; None for a finite sum.
+    limit: sp.Rational | None = None
 
     def middle(self, Y: MatrixExpr, G: MatrixExpr) -> MatrixExpr:
         """S_sides written with Y and G."""
@@ -72,7 +76,9 @@ class Meaning:
     def text(self, pencil: Pencil) -> str:
         """The meaning in one line of plain text."""
         where = f", {self.heads}" if self.heads else ""
-        return f"(1/{self.dim}) tr[{self.matrix(pencil)}]{where}"
+        power = "" if not self.limit else "H " if self.limit == -1 else f"H^({-self.limit}) "
+        scale = "" if self.limit is None else f"lim_{{H->oo}} {power}"
+        return f"{scale}(1/{self.dim}) tr[{self.matrix(pencil)}]{where}"
 
     def latex(self, pencil: Pencil) -> str:
         """The meaning as LaTeX mathematics (SymPy's printer; a line may break between the factors)."""
@@ -80,7 +86,9 @@ class Meaning:
         printed = [f"({sp.latex(f)})" if isinstance(f, sp.MatAdd) and len(factors) > 1 else sp.latex(f)
                    for f in factors]
         inner = r" \allowbreak ".join(printed) + ("" if self.shift is None else f" + {sp.latex(self.shift)}")
-        return rf"\frac{{1}}{{{sp.latex(sp.Symbol(str(self.dim)))}}} \operatorname{{tr}}[\allowbreak {inner}]"
+        power = "" if not self.limit else "H " if self.limit == -1 else f"H^{{{sp.latex(-self.limit)}}} "
+        scale = "" if self.limit is None else rf"\lim_{{H \to \infty}} {power}"
+        return rf"{scale}\frac{{1}}{{{sp.latex(sp.Symbol(str(self.dim)))}}} \operatorname{{tr}}[\allowbreak {inner}]"
 
 
 def _factor(pencil: Pencil, block: int, prefix: dict[int, MatrixExpr], suffix: dict[int, MatrixExpr]) -> tuple[str, MatrixExpr]:
@@ -92,9 +100,11 @@ def _factor(pencil: Pencil, block: int, prefix: dict[int, MatrixExpr], suffix: d
     return ("s", prefix[i]) if i < pencil.inner else ("t", suffix[i - pencil.inner].T)
 
 
-def meanings(system: DysonSystem, pencil: Pencil, heads: bool = False) -> dict[sp.Symbol, Meaning]:
+def meanings(system: DysonSystem, pencil: Pencil, heads: bool = False,
+             limit: Mapping[sp.Symbol, sp.Rational] | None = None) -> dict[sp.Symbol, Meaning]:
     """The meaning of every unknown of ``system``, built from ``pencil`` or, with ``heads``, from the
-    template pencil of an exchangeable sum (module docstring)."""
+    template pencil of an exchangeable sum (module docstring); ``limit`` gives the powers of H of the
+    unknowns of a limit of infinitely many heads (docs/equations.md §2.10)."""
     prefix, suffix, between = pencil.paths()
     index = {b.name: k for k, b in enumerate(pencil.blocks)}
     m = pencil.inner
@@ -111,5 +121,6 @@ def meanings(system: DysonSystem, pencil: Pencil, heads: bool = False) -> dict[s
             shift = sp.Identity(pencil.blocks[a].dim) if i == j else (between[(j, i)].T if (j, i) in between else None)
         inner = sum(k >= 2 for k in (a, b))
         where = None if not heads or not inner else (HEADS[tag] if inner == 2 else "the matrices of one head h")
-        out[g] = Meaning(g, pencil.blocks[a].dim, left.T, side_a + side_b, right, shift, where)
+        out[g] = Meaning(g, pencil.blocks[a].dim, left.T, side_a + side_b, right, shift, where,
+                         None if limit is None else limit[g])
     return out

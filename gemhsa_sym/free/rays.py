@@ -22,7 +22,7 @@ def _power_law(s0: np.ndarray, g0: np.ndarray, s1: np.ndarray, g1: np.ndarray, s
     """g at s2 from g ~ c s^p through (s0, g0), (s1, g1), componentwise. Towards 0 the
     solutions follow power laws (an atom: g ~ a/w), which the previous point as a start
     misses by the factor 5 of one step. Components whose ratio is not moderate keep g1."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # the ratio's check below
         ratio = g1 / g0
         ratio = np.where(np.isfinite(ratio) & (np.abs(ratio) < 1e2) & (np.abs(ratio) > 1e-2), ratio, 1.0)
         t = (np.log(s1 / s2) / np.log(s0 / s1))[:, None]

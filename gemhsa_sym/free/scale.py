@@ -6,7 +6,9 @@ but for a sum over many heads it grows like H while the law does not: at H = 10^
 double precision. Where the bound exceeds the law's own size sqrt(mu_2) (exact, from the
 series) by more than :data:`LOOSE` (which costs the series, so moderately loose bounds are kept), the scale is :data:`MARGIN` sqrt(mu_2) instead, kept
 only after the continuation from above the rigorous bound has verified that no support
-lies between the two.
+lies between the two. A law without a norm bound (infinitely many heads, whose bound grows like
+H) takes 2 LOOSE sqrt(mu_2) in its place: the tightened scale is then verified by the same
+continuation, but its bound is not rigorous.
 """
 
 from __future__ import annotations
@@ -68,8 +70,10 @@ def norm_bound(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mappin
 
 
 def law_scale(bound: float, full: DysonSystem, values: Mapping[sp.Symbol, Any]) -> float:
-    """``bound`` (the squared norm bound), or the verified tighter scale of the module docstring;
-    ScaleError when it lies outside :data:`SCALE_RANGE`."""
+    """``bound`` (the squared norm bound, inf where there is none), or the verified tighter scale of the
+    module docstring; ScaleError when it lies outside :data:`SCALE_RANGE`."""
+    if bound == np.inf:
+        bound = 2 * LOOSE * np.sqrt(max(to_float(moment_series(full, 2)[1], values), 0.0))
     scale = _tightened(bound, full, values) if np.isfinite(bound) else bound
     low, high = SCALE_RANGE
     if not low <= scale <= high:

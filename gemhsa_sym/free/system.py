@@ -52,6 +52,15 @@ class Sector:
     def size(self) -> int:
         return len(self.labels)
 
+    @property
+    def symmetric(self) -> bool:
+        """Whether M = M^T (every sector of a pencil's system; a limit of infinitely many heads may
+        scale rows and columns differently, docs/equations.md §2.10)."""
+        def same(table: Mapping[Entry, object]) -> bool:
+            return all(table.get((b, a), 0) == v for (a, b), v in table.items())
+
+        return same(self.const) and same(self.wcoef) and same(self.lin)
+
     def matrix(self) -> sp.Matrix:
         """M as a SymPy matrix in w and the unknowns."""
         k = self.size
@@ -78,15 +87,19 @@ class DysonSystem:
     entries: Mapping[tuple[int, int, int], sp.Expr] = field(default_factory=dict)
 
     def unknown_matrix(self, s: int) -> sp.Matrix:
-        """M_s^{-1} written with the unknowns (``entries``); other entries get auxiliary symbols K."""
+        """M_s^{-1} written with the unknowns (``entries``); other entries get auxiliary symbols K
+        (symmetric where M_s is)."""
         sec = self.sectors[s]
+        symmetric = sec.symmetric
         G = sp.zeros(sec.size, sec.size)
         for a in range(sec.size):
-            for b in range(a, sec.size):
+            for b in range(a if symmetric else 0, sec.size):
                 value = self.entries.get((s, a, b))
                 if value is None:
                     value = sp.Symbol(f"K^{{({sec.name})}}_{{{sec.labels[a]},{sec.labels[b]}}}")
-                G[a, b] = G[b, a] = value
+                G[a, b] = value
+                if symmetric:
+                    G[b, a] = value
         return G
 
     def readout_equations(self) -> list[sp.Eq]:

@@ -24,12 +24,13 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from gemhsa_sym.config import Config
 from gemhsa_sym.executors import Task, local_workers, run_tasks
 from gemhsa_sym.parse import parse_number
 from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import check_draws, torch_draws
 
-from .compare import Comparison, compare, draw_tasks, two_sample
+from .compare import Comparison, compare, draw_tasks, drawn_config, two_sample
 from .theory import PROBES, Theory, theory_task
 
 __all__ = ["CLAIM_PAIRS", "ClaimsResult", "claims", "laws_equal", "render_markdown"]
@@ -44,11 +45,25 @@ CLAIM_PAIRS: tuple[tuple[str, str, str, bool], ...] = (
     ("A key-dependent W_O (W_O^h = W_K^hT) does not change the law", "key-output", "single-head", True),
 )
 #: Presets of the head-allocation claim, in increasing H (H d_k = d).
-HEAD_ALLOCATION: tuple[str, ...] = ("single-head", "mha", "heads-8")
+HEAD_ALLOCATION: tuple[str, ...] = ("single-head", "mha", "heads-8", "heads-infinite")
+#: Heads drawn for a preset with infinitely many (docs/extensions.md §8.5): n divisible by 40 gives integer
+#: per-head widths n / 40.
+SAMPLE_HEADS = 40
 #: Inverse temperatures of the attention matrix's edge against the iid edge 4 (e^{beta^2} - 1).
 ATTENTION_BETAS: tuple[str, ...] = ("1/4", "1/2", "3/4", "1", "5/4", "3/2")
 #: Relative agreement of the Stieltjes transforms for "law preserved".
 PROBE_TOL = 1e-10
+
+
+def _drawn(name: str) -> Config:
+    """The configuration drawn for a preset: itself, or at :data:`SAMPLE_HEADS` heads for infinitely many."""
+    return drawn_config(PRESETS[name], SAMPLE_HEADS if PRESETS[name].infinite_heads else None)
+
+
+def _heads(name: str) -> str:
+    """The H column of a preset: its number of heads, and the number drawn where that differs."""
+    config = PRESETS[name]
+    return f"{config.heads} (drawn at {SAMPLE_HEADS})" if config.infinite_heads else str(config.heads)
 
 
 def laws_equal(a: Theory, b: Theory) -> tuple[bool, float, bool | None]:
@@ -85,20 +100,21 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
     for name in presets:
         for value in sizes:
             try:
-                PRESETS[name].sizes(value)
+                _drawn(name).sizes(value)
             except ValueError as exc:
                 unfit.append(f"{name}: {exc}")
     if unfit:  # before any work: every preset is drawn at every n
-        raise ValueError("n: every preset needs integer sizes at every n (heads-8 needs n divisible by 8): " + "; ".join(unfit))
+        raise ValueError("n: every preset needs integer sizes at every n (heads-8 needs n divisible by 8, heads-infinite, "
+                         f"drawn at {SAMPLE_HEADS} heads, by {SAMPLE_HEADS}): " + "; ".join(unfit))
     tasks: list[Task] = [(theory_task, (PRESETS[name], True, cache)) for name in presets]
     betas = ATTENTION_BETAS if "attention-matrix" in presets else ()
     tasks += [(theory_task, (PRESETS["attention-matrix"].replace(beta=beta), False, cache)) for beta in betas]
     layout = []
     for name in presets:
         # presets that the torch backend does not draw are drawn with numpy (docs/verification.md §4.8)
-        chosen = (backend, device) if backend == "numpy" or torch_draws(PRESETS[name]) else ("numpy", "cpu")
+        chosen = (backend, device) if backend == "numpy" or torch_draws(_drawn(name)) else ("numpy", "cpu")
         for value in sizes:
-            for model, group in draw_tasks(PRESETS[name], value, draws, seed, *chosen).items():
+            for model, group in draw_tasks(_drawn(name), value, draws, seed, *chosen).items():
                 layout.append((name, value, model, len(tasks), len(group)))
                 tasks += group
     check_draws([args[0] for _, args in tasks[len(presets) + len(betas):]], local_workers(executor))
@@ -182,7 +198,8 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
     for name, rows in result.comparisons.items():
         cells = [f"{c.ks['theory_softmax']:.4f} / {c.ks['theory_ge']:.4f} / {c.softmax_ge['ks']:.4f} / "
                  f"{c.floor['ks']:.4f}" for c in rows]
-        lines.append(f"| {name} | {PRESETS[name].heads} | " + " | ".join(cells) + f" | {_ge_verdict(rows)} | {result.theories[name].seconds:.0f} |")
+        lines.append(f"| {name} | {_heads(name)} | " + " | ".join(cells) + f" | {_ge_verdict(rows)} | "
+                     f"{result.theories[name].seconds:.0f} |")
     largest = result.n[-1]
     lines += [
         "",
@@ -227,7 +244,7 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
             m = result.comparisons[name][-1].moments["softmax"][1]
             se = "n/a" if m["se"] is None else f"{m['se']:.3g}"
             top_sample = float(np.max(result.comparisons[name][-1].samples["softmax"]))
-            lines.append(f"| {name} | {PRESETS[name].heads} | {t.moments[0]['float']:.6g} | {t.moments[1]['float']:.6g} | "
+            lines.append(f"| {name} | {_heads(name)} | {t.moments[0]['float']:.6g} | {t.moments[1]['float']:.6g} | "
                          f"{t.top_edge:.6g} | {m['samples']:.6g} ± {se} | {top_sample:.6g} |")
     lines += _attention_section(result)
     lines += ["", "## Outliers of the softmax samples", "",

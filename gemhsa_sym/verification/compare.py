@@ -43,7 +43,7 @@ from gemhsa_sym.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets,
 
 from .theory import Theory, theory_task
 
-__all__ = ["FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "clean", "compare", "draw_tasks",
+__all__ = ["drawn_config", "FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "clean", "compare", "draw_tasks",
            "empirical_ks", "empirical_w1", "format_report", "two_sample", "verify"]
 
 #: Second entropy word of the independent Gaussian-equivalent sample set (the floor).
@@ -236,13 +236,16 @@ def compare(theory: Theory, samples: dict[str, np.ndarray], n: int, edge_tol: fl
 
 @dataclass(frozen=True)
 class VerifyResult:
-    """The law's summary and one :class:`Comparison` per token count, in increasing n."""
+    """The law's summary and one :class:`Comparison` per token count, in increasing n; ``drawn`` is the
+    configuration the samples come from where it is not ``config`` (infinitely many heads, drawn at a
+    finite number)."""
 
     config: Config | PolynomialModel
     seed: int
     theory: Theory
     comparisons: list[Comparison]
     seconds: float
+    drawn: Config | None = None
 
     def scaling(self) -> dict[str, Any] | None:
         """KS against n with fitted exponents (log-log least squares), when there are several n."""
@@ -269,6 +272,7 @@ class VerifyResult:
         theory = self.theory.to_json_dict()
         return {
             "config": self.config.to_dict(), "summary": self.config.summary(), "seed": self.seed,
+            **({} if self.drawn is None else {"drawn": {"config": self.drawn.to_dict(), "summary": self.drawn.summary()}}),
             **last.to_json_dict(),
             "timing": last.timing | {"theory_s": self.theory.seconds, "total_s": self.seconds},
             "theory": {key: theory[key] for key in ("moments", "edges", "atoms")},
@@ -277,28 +281,44 @@ class VerifyResult:
         }
 
 
+def drawn_config(config: Config, heads: int | None) -> Config:
+    """The configuration the samplers draw for ``config``: itself, or, for infinitely many heads, its copy with
+    ``heads`` heads (docs/extensions.md §8.5); ValueError naming sample_heads where that is not given, or given
+    for a finite configuration."""
+    if not config.infinite_heads:
+        if heads is not None:
+            raise ValueError(f"sample_heads: only for a configuration with infinitely many heads; this one has {config.heads}")
+        return config
+    if heads is None:
+        raise ValueError("sample_heads: infinitely many heads cannot be drawn; give the finite number of heads to draw "
+                         "(--sample-heads H), whose distance to the limit the comparison then shows")
+    return config.with_heads(heads)
+
+
 def verify(config: Config | PolynomialModel, n: list[int], draws: int = 3, seed: int = 0, executor: Any = None,
            progress: bool = False, edge_tol: float = 0.05, cache: str | None = None, theory: Theory | None = None,
-           backend: str = "numpy", device: str = "cpu") -> VerifyResult:
+           backend: str = "numpy", device: str = "cpu", sample_heads: int | None = None) -> VerifyResult:
     """Derive the law of ``config`` (a configuration or a polynomial model) and compare it with seeded samples at
     every token count in ``n`` (for a model, the n of its sizes ratio * n).
 
     The law's summary (unless given as ``theory``) and all draws are tasks on
     ``executor`` (None: this process); the result does not depend on it. The draws are
-    computed by ``backend`` on ``device`` (docs/verification.md §4.8).
+    computed by ``backend`` on ``device`` (docs/verification.md §4.8). A configuration with
+    infinitely many heads is drawn with ``sample_heads`` heads (:func:`drawn_config`).
     """
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise ValueError(f"draws: need an integer >= 1, got {draws!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed: need an integer >= 0, got {seed!r}")
     sizes = sorted(set(n))
+    drawn = drawn_config(config, sample_heads) if isinstance(config, Config) else config
     for value in sizes:
-        config.sizes(value)
+        drawn.sizes(value)
     start = time.perf_counter()
     tasks: list[Task] = [] if theory is not None else [(theory_task, (config, True, cache))]
     layout = []
     for value in sizes:
-        for name, group in draw_tasks(config, value, draws, seed, backend, device).items():
+        for name, group in draw_tasks(drawn, value, draws, seed, backend, device).items():
             layout.append((value, name, len(tasks), len(group)))
             tasks += group
     check_draws([args[0] for fn, args in tasks if fn is _timed_draw], local_workers(executor))
@@ -314,7 +334,8 @@ def verify(config: Config | PolynomialModel, n: list[int], draws: int = 3, seed:
                 samples[name] = np.stack([spectrum for spectrum, _ in chunk])
                 timing[f"{name}_s"] = float(sum(seconds for _, seconds in chunk))
         comparisons.append(compare(theory, samples, value, edge_tol, timing))
-    return VerifyResult(config, seed, theory, comparisons, time.perf_counter() - start)
+    return VerifyResult(config, seed, theory, comparisons, time.perf_counter() - start,
+                        drawn if drawn is not config else None)
 
 
 def _fmt(value: float | None, spec: str = ".4g") -> str:
@@ -337,6 +358,8 @@ def format_report(result: VerifyResult) -> str:
     theory, lines = result.theory, []
     config = result.config
     lines.append(f"config   {config.name or 'configuration'}: {config.summary()}")
+    if result.drawn is not None:
+        lines.append(f"drawn    {result.drawn.summary()} (the samples' distance to the limit law includes its finite H)")
     for c in result.comparisons:
         names, labels = c.readings, [LABELS[name] for name in c.readings]
         lines.append("")

@@ -18,6 +18,7 @@ import numpy as np
 
 from gemhsa_sym.files import check_writable, write_atomic_with
 from gemhsa_sym.parse import real_number
+from gemhsa_sym.sharing import INFINITE_HEADS
 
 from .compare import VerifyResult, clean
 
@@ -135,7 +136,8 @@ def plot_verify(result: VerifyResult, path: str | Path) -> None:
 
 
 def plot_sweep(result: SweepResult, path: str | Path) -> None:
-    """mu_1, mu_2 and the top edge across the first varied parameter; one curve per value of the others."""
+    """mu_1, mu_2 and the top edge across the first varied parameter; one curve per value of the others (heads on a
+    log axis, where a value oo, infinitely many heads, is a dashed horizontal line)."""
     plt = _pyplot()
     first = result.parameters[0]
     quantities = [("mu_1", "$\\mu_1$"), ("mu_2", "$\\mu_2$"), ("top_edge", "top edge")]
@@ -153,6 +155,9 @@ def plot_sweep(result: SweepResult, path: str | Path) -> None:
         for g, (rest, points) in enumerate(groups.items()):
             colour = f"C{g}"
             tag = ", ".join(f"{p}={v}" for p, v in zip(others, rest))
+            for limit in [p for p in points if p.values[first] == INFINITE_HEADS and p.theory is not None]:
+                ax.axhline(limit.theory_value(key), color=colour, ls="--", lw=1.0, label=f"theory {first}=oo {tag}".strip())
+            points = [p for p in points if p.values[first] != INFINITE_HEADS]
             xs = np.array([float(real_number(first, p.values[first])) for p in points])  # exact text such as 1/4
             if points[0].theory is not None:
                 ys = np.array([p.theory_value(key) for p in points], dtype=float)
@@ -165,6 +170,8 @@ def plot_sweep(result: SweepResult, path: str | Path) -> None:
         ax.set_xlabel(first)
         ax.set_ylabel(label)
         ax.set_yscale("log")
+        if first == "heads":
+            ax.set_xscale("log")
         ax.legend(fontsize=7)
     _save(fig, path)
     plt.close(fig)
