@@ -37,6 +37,18 @@ def test_attention_matrix_edge_lies_beyond_the_iid_edge(beta: str) -> None:
     assert law.mass() == pytest.approx(1, abs=1e-9)
 
 
+def test_attention_edge_sweep_draws_the_iid_edge_beside_the_law(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    from gemhsa_sym.verification.plots import plot_sweep
+    from gemhsa_sym.verification.sweep import sweep
+
+    result = sweep(PRESETS["attention-matrix"], [("beta", ["0.1", "1.5"])], n=None)
+    edges = [p.theory_value("top_edge") for p in result.points]
+    assert all(e > 4 * math.expm1(b * b) for e, b in zip(edges, (0.1, 1.5)))  # the claim the plot shows
+    plot_sweep(result, tmp_path / "edges.png")
+    assert (tmp_path / "edges.png").stat().st_size > 10_000
+
+
 def test_attention_matrix_rejects_output_side_fields() -> None:
     for bad, field in ((dict(heads=2, d_k="1/2"), "target"), (dict(d_out=2), "d_out"), (dict(kv="tied"), "kv"),
                        (dict(residual=1), "residual"), (dict(normalisation="none"), "target")):

@@ -6,15 +6,17 @@ like H, a trace between two different heads falls like 1 / H. The limit is taken
 
 1. **Exponents of the unknowns.** Every unknown is a power series in 1/w whose coefficients are
    rational in H (:mod:`.series`); its exponent p_j is the largest degree in H of its first
-   coefficients (the parameters other than H at their values). Then g_j = H^(p_j) h_j.
-2. **Scaling of the sectors.** Each sector matrix M (symmetric, affine in w and the unknowns) is
-   scaled to M' = D M D, D = diag(H^delta), chosen by linear programmes: every entry of M' and every
-   read-out h_j = sum c H^(delta_a + delta_b - p_j) (M'^{-1})_ab stays bounded; first sum(delta) is
-   largest, so that the determinant's leading terms (the best matchings of the entries' degrees)
-   survive (the tropical diagonal scaling of a matrix), then the read-outs come as near their
-   bounds as that allows, so that they keep their leading terms.
+   coefficients (the parameters other than H at their values). Then g_j = H^(p_j) h_j. Degrees
+   are counted in T = sqrt(H), in which every coefficient is rational.
+2. **Scaling of the sectors.** Each sector matrix M (affine in w and the unknowns) is scaled to
+   M' = H^l M H^r by diagonal powers of H, chosen by linear programmes: every entry of M' stays
+   bounded and sum(l + r) is largest, so that the determinant's leading terms (the best matchings
+   of the entries' degrees) survive and M' has an invertible limit (the tropical diagonal scaling
+   of a matrix); then each read-out term c (M^{-1})_ab = c H^(r_a + l_b) (M'^{-1})_ab, divided by
+   H^(p_j), must stay bounded and is made as large as that allows. Read-outs that need different
+   scalings of one sector get one copy of it each.
 3. **The limit** of every coefficient (the leading coefficients of its numerator and denominator in
-   H) gives a Dyson system of the same form without H: sectors affine in w and the h_j, read-outs
+   T) gives a Dyson system of the same form without H: sectors affine in w and the h_j, read-outs
    of their inverses. Its sector matrices at w = infinity must be invertible (checked by its moment
    series), and its m(w) must be the limit of the finite-H values: :func:`check_limit` compares it
    with 2 m_{2H}(w) - m_H(w) of the finite system at H = 4096 (Richardson's extrapolation in 1/H;
@@ -148,7 +150,7 @@ Scaling = tuple[tuple[Fraction, ...], tuple[Fraction, ...]]
 
 
 def _constraints(sec: Sector, p: Mapping[sp.Symbol, int]) -> tuple[list[np.ndarray], list[float]]:
-    """l_a + r_b <= -(degree of M_ab in H), with the unknowns' exponents; variables (l, r)."""
+    """l_a + r_b <= -(degree of M_ab in T), with the unknowns' exponents; variables (l, r)."""
     rows, rhs = [], []
     for (a, b) in sorted({*sec.const, *sec.wcoef, *sec.lin}):
         terms = [_degree(sec.const.get((a, b), 0)), _degree(sec.wcoef.get((a, b), 0))]
@@ -193,7 +195,7 @@ def _scalings(system: DysonSystem, p: Mapping[sp.Symbol, int]) -> dict[tuple[int
                     x = x + np.r_[np.full(k, -x[:k].max()), np.full(k, x[:k].max())]  # gauge l - c, r + c: max l = 0
                     exact = tuple(Fraction(v).limit_denominator(2) for v in x)
                     if any(abs(float(d) - v) > 1e-6 for d, v in zip(exact, x)):
-                        raise LimitError(f"sector {sec.name}: the scaling by powers of H is not half-integral")
+                        raise LimitError(f"sector {sec.name}: the scaling by powers of sqrt(H) is not half-integral")
                     copies.append((exact[:k], exact[k:]))
                     fit = [copies[-1]]
                 chosen[(s, a, b, g)] = fit[0]

@@ -135,9 +135,17 @@ def plot_verify(result: VerifyResult, path: str | Path) -> None:
     plt.close(fig)
 
 
+def _iid_comparison(config: Any) -> bool:
+    """Whether the top edge of ``config``'s law has the iid comparison 4 (e^(beta^2) - 1): the softmax attention
+    matrix with unit score variance (docs/extensions.md §8.1)."""
+    return (getattr(config, "target", None) == "attention" and config.score == "softmax"
+            and config.token_covariance is None)
+
+
 def plot_sweep(result: SweepResult, path: str | Path) -> None:
     """mu_1, mu_2 and the top edge across the first varied parameter; one curve per value of the others (heads on a
-    log axis, where a value oo, infinitely many heads, is a dashed horizontal line)."""
+    log axis, where a value oo, infinitely many heads, is a dashed horizontal line; for the attention matrix against
+    beta, its top edge beside the iid edge 4 (e^(beta^2) - 1))."""
     plt = _pyplot()
     first = result.parameters[0]
     quantities = [("mu_1", "$\\mu_1$"), ("mu_2", "$\\mu_2$"), ("top_edge", "top edge")]
@@ -162,6 +170,9 @@ def plot_sweep(result: SweepResult, path: str | Path) -> None:
             if points[0].theory is not None:
                 ys = np.array([p.theory_value(key) for p in points], dtype=float)
                 ax.plot(xs, ys, "-", color=colour, lw=1.4, label=f"theory {tag}".strip())
+                if key == "top_edge" and first == "beta" and _iid_comparison(points[0].config):
+                    ax.plot(xs, 4 * np.expm1(xs**2), ":", color=colour, lw=1.2,
+                            label=f"4 (e^(beta^2) - 1), iid edge {tag}".strip())
             for name, marker in zip(points[0].mc or (), "os"):
                 ys = np.array([p.mc_value(name, key)[0] for p in points], dtype=float)
                 es = np.array([p.mc_value(name, key)[1] or 0.0 for p in points], dtype=float)
