@@ -295,6 +295,8 @@ class Config:
         key = SHARING_FIELDS.get(which.lower().removeprefix("w_"))
         if key is None:
             raise ValueError(f"which: expected one of q, k, v, got {which!r}")
+        if self.infinite_heads:
+            raise ValueError("heads: infinitely many heads ('oo') are not numbered; their sharing is a keyword")
         for index, group in enumerate(getattr(self, key)):
             if head in group:
                 return index

@@ -68,11 +68,29 @@ def test_derive_refuses_the_softmax_causal_layer_in_one_line(capsys: pytest.Capt
     err = capsys.readouterr().err.strip()
     assert err.startswith("gemhsa-sym: error: score: the softmax score has mu_1") and "\n" not in err
     assert main(["derive", "single-head", "--set", "mask=causal", "--set", "score=square", "--latex", "out.tex"]) == 2
-    assert main(["verify", "single-head", "--set", "mask=causal", "--n", "200"]) == 2
     assert main(["verify", "single-head", "--set", "mask=causal", "--set", "score=square", "--cache", ".", "--n", "200"]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
-    assert errors[1].startswith("gemhsa-sym: error: score: the softmax score has mu_1")
-    assert errors[2].startswith("gemhsa-sym: error: cache: a causal layer's law is not cached")
+    assert errors[1].startswith("gemhsa-sym: error: cache: a causal layer's law is not cached")
+
+
+def test_verify_of_the_softmax_causal_layer_compares_the_samples_alone(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No law: KS(softmax, GE) and the floor against n with their fitted exponents, and the reason, in the report."""
+    import json
+
+    assert main(["verify", "single-head", "--set", "mask=causal", "--n", "100,200", "--draws", "1", "--json", "--quiet"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["theory"] is None and report["no_theory"].startswith("score: the softmax score has mu_1")
+    assert [p["ks_theory_softmax"] for p in report["points"]] == [None, None]
+    assert set(report["exponents"]) == {"ks_softmax_ge", "floor"}
+    assert all(0 < p["ks_softmax_ge"] < 0.2 and 0 < p["floor"] < 0.2 for p in report["points"])
+    assert main(["verify", "single-head", "--set", "mask=causal", "--n", "100,200", "--draws", "1", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "theory   none: score: the softmax score has mu_1" in text and "fitted   ks_softmax_ge ~ n^" in text
+    pytest.importorskip("matplotlib")
+    figure = tmp_path / "causal.png"
+    assert main(["verify", "single-head", "--set", "mask=causal", "--n", "100", "--draws", "1", "--quiet", "--plot",
+                 str(figure)]) == 0
+    assert figure.stat().st_size > 10_000
 
 
 @pytest.mark.slow
@@ -114,4 +132,4 @@ def test_verify_of_a_causal_layer_prints_quantiles_and_tails(tmp_path: pytest.Te
     report = json.loads(capsys.readouterr().out)
     (point,) = report["points"]
     assert point["ks_theory_softmax"] < 0.02 and point["ks_theory_ge"] < 0.02
-    assert 0.8 < report["theory"]["tail_exponent"] < 1.2 and figure.stat().st_size > 0
+    assert 0.8 < report["theory"]["tail_exponent"] < 1.2 and figure.stat().st_size > 0 and report["no_theory"] is None

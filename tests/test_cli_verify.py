@@ -164,6 +164,26 @@ def test_claims_attention_section(theory) -> None:
     assert "**not every** beta" in text and "**not Marchenko–Pastur**" in text
 
 
+def test_claims_causal_section_verdicts_are_computed(theory) -> None:
+    """The causal section's verdicts follow its figures: a gap fitted as n^-0.5 shrinks, a flat one does not; the
+    square score's KS(theory, GE) is compared with the floor + 0.002."""
+    from gemhsa_sym.verification.causal import CausalPoint, CausalTheory, CausalVerification
+    from gemhsa_sym.verification.claims import CAUSAL
+
+    def points(gaps: list[float], theory_ge: float | None) -> list[CausalPoint]:
+        return [CausalPoint(n, None if theory_ge is None else 0.01, theory_ge, gap, 0.002, [0.0, 0.1, 19.0, 220.0],
+                            [0.0, 0.11, 20.0, 250.0], 1.0, 1.0) for n, gap in zip((500, 2000), gaps)]
+
+    law = CausalTheory([None, 0.15, 18.7, 218.0], (1e-4, 0.18), 1.03, 1e-4)
+    rows = {"single-head": [compare(theory, {k: mp_law().sample(40, seed=s, draws=2) for s, k in enumerate(("softmax", "ge", "floor"))}, 40)]}
+    for gaps, verdict in (([0.02, 0.01], "**shrinks**, fitted as n^-0.50"), ([0.01, 0.0099], "**does not shrink**")):
+        causal = {"softmax": CausalVerification(CAUSAL["softmax"], 2, 0, None, points(gaps, None), "no law"),
+                  "square": CausalVerification(CAUSAL["square"], 2, 0, law, points(gaps, 0.0035))}
+        text = render_markdown(ClaimsResult([40], 2, 0, {"single-head": theory}, rows, {}, causal), "gemhsa-sym claims")
+        assert "## Causal attention (a decoder layer)" in text and verdict in text
+        assert "| softmax | 500 | no law | no law |" in text and "**within** the floor + 0.002" in text
+
+
 @pytest.mark.slow
 def test_verify_single_head_real_law(capsys) -> None:
     assert main(["verify", "single-head", "--n", "400", "--draws", "2", "--json", "--quiet"]) == 0

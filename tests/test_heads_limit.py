@@ -106,6 +106,7 @@ def test_configuration_fields() -> None:
         Config(heads="oo", target="attention")
     with pytest.raises(ValueError, match=r"^heads: infinitely many heads \('oo'\) have a law but no finite sample"):
         config.sizes(1000)
+    assert derive(config.replace(beta=0)).moments(2) == [0, 0]  # Y = 0 at every H: the point mass at 0
 
 
 def test_cli_derive_sample_and_verify(capsys: pytest.CaptureFixture[str]) -> None:

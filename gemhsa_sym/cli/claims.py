@@ -30,7 +30,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Derive every preset, draw it at every --n (softmax, Gaussian equivalent, independent GE for the "
             "floor) and write a Markdown report: Gaussian equivalence per preset (KS against n beside the floor), "
             "K/V sharing, Q sharing, K-V dependence, key-dependent W_O and head allocation, each with a computed "
-            "verdict. Slow: one law per preset."
+            "verdict; the attention matrix against the iid edge; and, with every preset, causal attention (the causal "
+            "softmax layer against its conjectured Gaussian equivalent by its samples, the square score against its "
+            "law). heads-infinite is drawn at 40 heads, so every n must be divisible by 40 and by 8. Slow: one law "
+            "per preset."
         ),
     )
     parser.add_argument("--n", type=int_list("n"), default=[600, 1000, 2000], metavar="N[,N...]",
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = claims(args.n, draws=args.draws, seed=args.seed, executor=executor,
                         progress=show_progress(args.quiet), cache=args.cache, presets=args.presets,
-                        backend=args.backend, device=args.device)
+                        backend=args.backend, device=args.device, causal=args.presets == tuple(PRESETS))
     command = f"gemhsa-sym claims --n {','.join(map(str, result.n))} --draws {result.draws} --seed {result.seed}"
     if args.presets != tuple(PRESETS):
         command += f" --presets {','.join(args.presets)}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from gemhsa_sym.causal import causal_distribution, causal_model
+from gemhsa_sym.causal import causal_distribution
 from gemhsa_sym.cli.common import (
     MAX_DRAWS,
     MAX_SEED,
@@ -43,9 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "drawn by its own sampler instead: the eigenvalues of Y^T Y at sizes ratio * n with entries\n"
             "N(0, scale / n), one sample set (MC) and an independent one for the floor; --beta,\n"
             "--backend torch and --device cuda are refused.\n"
-            "A causal layer (--set mask=causal, a score with mu_1 = 0 such as square) has a law without\n"
-            "moments: it is compared by KS distances, quantiles 0.1/0.5/0.9/0.99 and tail exponents\n"
-            "(Hill's estimator on the samples), and --plot draws the CDFs and the tails on log-log axes.\n"
+            "A causal layer (--set mask=causal) has a law without moments where the engine has one (a score\n"
+            "with mu_1 = 0 such as square): it is compared by KS distances, quantiles 0.1/0.5/0.9/0.99 and\n"
+            "tail exponents (Hill's estimator on the samples), and --plot draws the CDFs and the tails on\n"
+            "log-log axes. For a causal softmax layer, which has no law yet, the samples alone are compared:\n"
+            "KS(softmax, GE) against n with its fitted exponent says whether the layer approaches the\n"
+            "conjectured Gaussian equivalent, and how fast.\n"
             "A configuration with infinitely many heads (heads = \"oo\", e.g. heads-infinite) is drawn with the\n"
             "finite number of heads --sample-heads H (per-head widths d / H where the limit has H d_k = d):\n"
             "the distances then include the law's own change from H to infinitely many heads.\n"
@@ -82,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     if causal:
         if args.cache:
             raise ValueError("cache: a causal layer's law is not cached; leave out --cache")
-        causal_model(config)  # refuses a score with mu_1 != 0 before any draw
+        for size in args.n:
+            config.sizes(size)
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         if causal:  # a law without moments: CDFs, quantiles and tails (docs/extensions.md §8.6)
             result = verify_causal(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
@@ -94,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from gemhsa_sym.verification.plots import plot_causal, plot_verify
 
-        plot_causal(result, causal_distribution(config), args.plot) if causal else plot_verify(result, args.plot)
+        if causal:
+            plot_causal(result, None if result.theory is None else causal_distribution(config), args.plot)
+        else:
+            plot_verify(result, args.plot)
     if args.json:
         print(json.dumps(result.to_json_dict()))
     else:

@@ -133,11 +133,11 @@ def _limit_derivation(model: ExchangeableSum, ratios: Mapping[Dim, sp.Expr], val
     full = exchangeable_system(model, pencil, ratios, finite)
     probe = _probe(full, finite)
     bound = norm_bound(model.template, ratios, probe) * PROBE_HEADS
-    if bound == 0:
-        raise ValueError("heads: the layer vanishes at these values (beta = 0?); its limit is the point mass at 0")
+    values = {k: v for k, v in values.items() if k != H}  # H is gone from the limit
+    if bound == 0:  # Y = 0 at every H: the point mass at 0
+        return Derivation(model, ratios, values, pencil, full, full, 0.0, True)
     reduced = reduce_system(full, probe, law_scale(bound * bound, full, probe))
     limit = heads_limit(reduced, H, probe)
-    values = {k: v for k, v in values.items() if k != H}  # H is gone from the limit
     generic = _probe(limit.system, values)
     scale = law_scale(np.inf, limit.system, generic)
     check_limit(limit.system, reduced, H, generic, scale)

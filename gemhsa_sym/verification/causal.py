@@ -7,7 +7,9 @@ the pooled eigenvalues of the real layer and of its Gaussian equivalent from ``s
 independent Gaussian-equivalent set from ``seed + 1`` for the floor; KS distances (theory against a
 sample: the supremum over the sample points inside the grid and at its first point), the quantiles
 0.1, 0.5, 0.9, 0.99 of each, and the tail exponent of each sample by Hill's estimator over its top
-:data:`HILL_FRACTION` beside the theory's.
+:data:`HILL_FRACTION` beside the theory's. Where the engine has no law (a score with mu_1 != 0, such as
+softmax) the comparison is of the samples alone, with the reason: KS(softmax, GE) against n, fitted
+as C n^a, answers whether the layer approaches the conjectured Gaussian equivalent, and how fast.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from gemhsa_sym.config import Config
 from gemhsa_sym.free.profiled_law import Distribution
 from gemhsa_sym.sampler import sample
 
-__all__ = ["HILL_FRACTION", "CausalPoint", "CausalVerification", "verify_causal", "format_causal", "ks_to_law", "hill"]
+__all__ = ["HILL_FRACTION", "CausalPoint", "CausalTheory", "CausalVerification", "verify_causal", "format_causal",
+           "ks_to_law", "hill"]
 
 #: The top fraction of a sample that Hill's estimator of the tail exponent uses.
 HILL_FRACTION = 0.01
@@ -57,11 +60,11 @@ def hill(eigenvalues: np.ndarray, fraction: float = HILL_FRACTION) -> float:
 
 @dataclass(frozen=True)
 class CausalPoint:
-    """The comparison at one token count."""
+    """The comparison at one token count (KS against the theory None without a law)."""
 
     n: int
-    ks_theory_softmax: float
-    ks_theory_ge: float
+    ks_theory_softmax: float | None
+    ks_theory_ge: float | None
     ks_softmax_ge: float
     floor: float
     quantiles_softmax: list[float]
@@ -71,32 +74,60 @@ class CausalPoint:
 
 
 @dataclass(frozen=True)
-class CausalVerification:
-    """The theory's quantiles, tail exponent and achieved error, and one :class:`CausalPoint` per n."""
+class CausalTheory:
+    """What the law gives the comparison: quantiles, the mass below the grid, tail exponent, achieved error."""
 
-    config: Config
-    draws: int
-    seed: int
     quantiles: list[float | None]
     mass_below: tuple[float, float]
     tail: float
     error: float
+
+
+@dataclass(frozen=True)
+class CausalVerification:
+    """The theory (None, with the ``reason``, where the engine has no law) and one :class:`CausalPoint` per n."""
+
+    config: Config
+    draws: int
+    seed: int
+    theory: CausalTheory | None
     points: list[CausalPoint]
+    reason: str | None = None
     #: The pooled eigenvalues of the largest n by reading, for the figure (not in the JSON).
     samples: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
+    def exponents(self) -> dict[str, float]:
+        """a of the fit C n^a of every KS series against n (least squares in log-log; needs two n)."""
+        if len(self.points) < 2:
+            return {}
+        n = np.log([p.n for p in self.points])
+        out = {}
+        for key in ("ks_softmax_ge", "floor", "ks_theory_softmax", "ks_theory_ge"):
+            values = [getattr(p, key) for p in self.points]
+            if all(v is not None and v > 0 for v in values):
+                out[key] = float(np.polyfit(n, np.log(values), 1)[0])
+        return out
+
     def to_json_dict(self) -> dict[str, Any]:
         """JSON-able figures."""
-        return {"config": self.config.to_dict(), "draws": self.draws, "seed": self.seed,
-                "theory": {"q": list(QUANTILES), "quantiles": self.quantiles, "mass_below": list(self.mass_below),
-                           "tail_exponent": self.tail, "error": self.error},
-                "points": [asdict(p) for p in self.points]}
+        theory = None if self.theory is None else {
+            "q": list(QUANTILES), "quantiles": self.theory.quantiles, "mass_below": list(self.theory.mass_below),
+            "tail_exponent": self.theory.tail, "error": self.theory.error}
+        return {"config": self.config.to_dict(), "draws": self.draws, "seed": self.seed, "theory": theory,
+                "no_theory": self.reason, "points": [asdict(p) for p in self.points], "exponents": self.exponents()}
 
 
 def verify_causal(config: Config, n: list[int], draws: int = 2, seed: int = 0, executor: Executor | None = None,
                   progress: bool | None = None) -> CausalVerification:
-    """The causal law beside Monte Carlo at every token count in ``n`` (module docstring)."""
-    law = causal_distribution(config)
+    """The causal law beside Monte Carlo at every token count in ``n``, or the samples alone with the reason
+    where the engine has no law (module docstring)."""
+    for size in n:
+        config.sizes(size)
+    try:
+        law: Distribution | None = causal_distribution(config)
+        reason = None
+    except NotImplementedError as exc:
+        law, reason = None, str(exc)
     points = []
     for size in n:
         drawn = {model: sample(config, size, draws, seed, model, executor=executor, progress=progress).pooled
@@ -104,8 +135,8 @@ def verify_causal(config: Config, n: list[int], draws: int = 2, seed: int = 0, e
         again = sample(config, size, draws, seed + 1, "ge", executor=executor, progress=progress).pooled
         points.append(CausalPoint(
             n=size,
-            ks_theory_softmax=ks_to_law(law, drawn["softmax"]),
-            ks_theory_ge=ks_to_law(law, drawn["ge"]),
+            ks_theory_softmax=None if law is None else ks_to_law(law, drawn["softmax"]),
+            ks_theory_ge=None if law is None else ks_to_law(law, drawn["ge"]),
             ks_softmax_ge=two_sample_ks(drawn["softmax"], drawn["ge"]),
             floor=two_sample_ks(drawn["ge"], again),
             quantiles_softmax=np.quantile(drawn["softmax"], QUANTILES).tolist(),
@@ -113,21 +144,33 @@ def verify_causal(config: Config, n: list[int], draws: int = 2, seed: int = 0, e
             tail_softmax=hill(drawn["softmax"]),
             tail_ge=hill(drawn["ge"]),
         ))
-    return CausalVerification(config, draws, seed, law.covered_quantiles(QUANTILES), (float(law.x[0]), float(law.cdf[0])), law.tail_exponent(),
-                              law.error, points, drawn)
+    theory = None if law is None else CausalTheory(law.covered_quantiles(QUANTILES), (float(law.x[0]), float(law.cdf[0])),
+                                                   law.tail_exponent(), law.error)
+    return CausalVerification(config, draws, seed, theory, points, reason, drawn)
+
+
+def _cell(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
 
 
 def format_causal(result: CausalVerification) -> str:
-    """The comparison as a table."""
-    below, mass = result.mass_below
-    theory = ["<" + f"{below:g}" if x is None else f"{x:.4g}" for x in result.quantiles]
-    lines = [f"config   {result.config.summary()} (causal)",
-             f"theory   quantiles {', '.join(theory)} at q = {', '.join(map(str, QUANTILES))}; F({below:g}) = {mass:.4f}; "
-             f"tail exponent {result.tail:.3f}; achieved error of F {result.error:.1e}",
-             "n        KS(th,sm) KS(th,GE) KS(sm,GE) floor    tail sm  tail GE  quantiles softmax | GE"]
+    """The comparison as a table, with the fitted exponents of n where there are several n."""
+    lines = [f"config   {result.config.summary()} (causal)"]
+    if result.theory is None:
+        lines.append(f"theory   none: {result.reason}")
+    else:
+        t = result.theory
+        below, mass = t.mass_below
+        theory = ["<" + f"{below:g}" if x is None else f"{x:.4g}" for x in t.quantiles]
+        lines.append(f"theory   quantiles {', '.join(theory)} at q = {', '.join(map(str, QUANTILES))}; F({below:g}) = "
+                     f"{mass:.4f}; tail exponent {t.tail:.3f}; achieved error of F {t.error:.1e}")
+    lines.append("n        KS(th,sm) KS(th,GE) KS(sm,GE) floor    tail sm  tail GE  quantiles softmax | GE")
     for p in result.points:
         quantiles = ", ".join(f"{x:.4g}" for x in p.quantiles_softmax) + " | " + ", ".join(f"{x:.4g}" for x in p.quantiles_ge)
-        lines.append(f"{p.n:<8d} {p.ks_theory_softmax:<9.4f} {p.ks_theory_ge:<9.4f} {p.ks_softmax_ge:<9.4f} {p.floor:<8.4f} "
-                     f"{p.tail_softmax:<8.3f} {p.tail_ge:<8.3f} {quantiles}")
+        lines.append(f"{p.n:<8d} {_cell(p.ks_theory_softmax):<9} {_cell(p.ks_theory_ge):<9} {p.ks_softmax_ge:<9.4f} "
+                     f"{p.floor:<8.4f} {p.tail_softmax:<8.3f} {p.tail_ge:<8.3f} {quantiles}")
+    fits = result.exponents()
+    if fits:
+        lines.append("fitted   " + ", ".join(f"{key} ~ n^{a:.2f}" for key, a in fits.items()))
     lines.append(f"tails by Hill's estimator over the top {HILL_FRACTION:.0%} of each sample; the law has no moments")
     return "\n".join(lines)

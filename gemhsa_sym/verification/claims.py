@@ -14,6 +14,10 @@ are computed, never written in:
   symbolically equal; "law changed" otherwise. Monte Carlo: KS between the two
   configurations' softmax samples beside the floor.
 - Head allocation: "narrows" when mu_2 and the top edge decrease strictly with H.
+- Causal attention (docs/extensions.md §8.6): for the causal softmax layer, which has no law yet,
+  KS(softmax, GE) against n and its fitted exponent, "shrinks" when the exponent is at most
+  STALLED_EXPONENT and the gap falls from the smallest to the largest n; for the square score,
+  whose causal law exists, KS(theory, GE) within the floor + 0.002 at the largest n.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from gemhsa_sym.parse import parse_number
 from gemhsa_sym.presets import PRESETS
 from gemhsa_sym.sampler import check_draws, torch_draws
 
+from .causal import CausalVerification, verify_causal
 from .compare import Comparison, compare, draw_tasks, drawn_config, two_sample
 from .theory import PROBES, Theory, theory_task
 
@@ -53,6 +58,13 @@ SAMPLE_HEADS = 40
 ATTENTION_BETAS: tuple[str, ...] = ("1/4", "1/2", "3/4", "1", "5/4", "3/2")
 #: Relative agreement of the Stieltjes transforms for "law preserved".
 PROBE_TOL = 1e-10
+#: The causal layers of the causal section (one head, unit ratios, beta = 1): softmax, compared by its samples
+#: alone, and the square score (mu_1 = 0), whose causal law the engine has.
+CAUSAL: dict[str, Config] = {"softmax": Config(mask="causal"), "square": Config(mask="causal", score="square")}
+#: A fitted exponent of n above this: the gap has stopped shrinking (slower than n^{-1/4}).
+STALLED_EXPONENT = -0.25
+#: KS(theory, GE) within the floor plus this counts as agreement at the largest n.
+FLOOR_MARGIN = 0.002
 
 
 def _drawn(name: str) -> Config:
@@ -88,13 +100,15 @@ class ClaimsResult:
     comparisons: dict[str, list[Comparison]]
     #: The attention matrix's law at each beta of ATTENTION_BETAS (when the preset ran).
     attention: dict[str, Theory] = field(default_factory=dict)
+    #: The causal layers of :data:`CAUSAL` against n (when the section ran).
+    causal: dict[str, CausalVerification] = field(default_factory=dict)
 
 
 def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, progress: bool = False,
            cache: str | None = None, presets: tuple[str, ...] = tuple(PRESETS), backend: str = "numpy",
-           device: str = "cpu") -> ClaimsResult:
+           device: str = "cpu", causal: bool = True) -> ClaimsResult:
     """Derive every preset and draw it at every n (module docstring) with ``backend`` on ``device``
-    (docs/verification.md §4.8)."""
+    (docs/verification.md §4.8); with ``causal``, the causal layers of :data:`CAUSAL` too (numpy)."""
     sizes = sorted(set(n))
     unfit = []
     for name in presets:
@@ -127,7 +141,9 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
             samples = {model: np.stack([r[0] for r in results[first:first + count]])
                        for key, size, model, first, count in layout if key == name and size == value}
             comparisons.setdefault(name, []).append(compare(theories[name], samples, value))
-    return ClaimsResult(sizes, draws, seed, theories, comparisons, attention)
+    decoder = {score: verify_causal(config, sizes, draws, seed, executor, progress) for score, config in CAUSAL.items()
+               } if causal else {}
+    return ClaimsResult(sizes, draws, seed, theories, comparisons, attention, decoder)
 
 
 def _attention_section(result: ClaimsResult) -> list[str]:
@@ -158,6 +174,45 @@ def _attention_section(result: ClaimsResult) -> list[str]:
         lines += ["", "Monte Carlo of the attention matrix at beta = 1 (softmax against its Gaussian equivalent), per n: "
                   + "; ".join(f"n = {c.n}: KS(softmax, GE) {c.softmax_ge['ks']:.4f}, floor {c.floor['ks']:.4f}, "
                               f"{c.outliers['softmax']['count']} softmax outliers above the bulk" for c in rows) + "."]
+    return lines
+
+
+def _causal_section(result: ClaimsResult) -> list[str]:
+    """Causal attention: the softmax layer against its conjectured Gaussian equivalent (samples alone), and the
+    square score's law against its samples (docs/extensions.md §8.6)."""
+    if not result.causal:
+        return []
+    lines = ["", "## Causal attention (a decoder layer)", "",
+             "One head, unit ratios, beta = 1; query i sees the keys j <= i. GE = the conjectured Gaussian equivalent",
+             "(c_0 + mu_1 S0_ij + sigma Z_ij) / i on j <= i. The causal law exists in the engine for mu_1 = 0 (the square",
+             "score); for softmax (mu_1 = 1) there is none, and the samples alone answer whether the layer approaches",
+             "its Gaussian equivalent. The law has no moments: medians and 99 % quantiles instead.", "",
+             "| score | n | KS(theory, softmax) | KS(theory, GE) | KS(softmax, GE) | floor | median softmax / GE | "
+             "99 % quantile softmax / GE |", "|---|---|---|---|---|---|---|---|"]
+
+    def cell(value: float | None) -> str:
+        return "no law" if value is None else f"{value:.4f}"
+
+    for score, v in result.causal.items():
+        for p in v.points:
+            lines.append(f"| {score} | {p.n} | {cell(p.ks_theory_softmax)} | {cell(p.ks_theory_ge)} | {p.ks_softmax_ge:.4f} | "
+                         f"{p.floor:.4f} | {p.quantiles_softmax[1]:.4g} / {p.quantiles_ge[1]:.4g} | "
+                         f"{p.quantiles_softmax[3]:.4g} / {p.quantiles_ge[3]:.4g} |")
+    lines.append("")
+    softmax = result.causal.get("softmax")
+    if softmax is not None and len(softmax.points) > 1:
+        a = softmax.exponents()["ks_softmax_ge"]
+        first, last = softmax.points[0], softmax.points[-1]
+        shrinks = a <= STALLED_EXPONENT and last.ks_softmax_ge < first.ks_softmax_ge
+        lines.append(f"Verdict (softmax): KS(softmax, GE) **{'shrinks' if shrinks else 'does not shrink'}**, fitted as "
+                     f"n^{a:.2f} over n = {first.n} .. {last.n}; at n = {last.n} it is {last.ks_softmax_ge / last.floor:.1f} "
+                     "times the floor.")
+    square = result.causal.get("square")
+    if square is not None and square.points[-1].ks_theory_ge is not None:
+        last = square.points[-1]
+        within = last.ks_theory_ge <= last.floor + FLOOR_MARGIN
+        lines.append(f"Verdict (square score): KS(theory, GE) at n = {last.n} is {last.ks_theory_ge:.4f} against the floor "
+                     f"{last.floor:.4f}: **{'within' if within else 'beyond'}** the floor + {FLOOR_MARGIN:g}.")
     return lines
 
 
@@ -247,6 +302,7 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
             lines.append(f"| {name} | {_heads(name)} | {t.moments[0]['float']:.6g} | {t.moments[1]['float']:.6g} | "
                          f"{t.top_edge:.6g} | {m['samples']:.6g} ± {se} | {top_sample:.6g} |")
     lines += _attention_section(result)
+    lines += _causal_section(result)
     lines += ["", "## Outliers of the softmax samples", "",
               "Eigenvalues beyond the support widened by 5 %, per n (count over all draws; largest value).", "",
               "| preset | " + " | ".join(f"n={v}" for v in result.n) + " |",

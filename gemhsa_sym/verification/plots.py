@@ -188,21 +188,23 @@ def plot_sweep(result: SweepResult, path: str | Path) -> None:
     plt.close(fig)
 
 
-def plot_causal(result: CausalVerification, law: Distribution, path: str | Path) -> None:
+def plot_causal(result: CausalVerification, law: Distribution | None, path: str | Path) -> None:
     """Two panels for the largest n of a causal layer (docs/extensions.md §8.6): the distribution functions on a
-    logarithmic x axis, and the tails P(lambda > x) on log-log axes."""
+    logarithmic x axis, and the tails P(lambda > x) on log-log axes (the samples alone where there is no law)."""
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     n = result.points[-1].n
-    left.semilogx(law.x, law.cdf, color=COLOURS["theory"], label="theory")
-    right.loglog(law.x, 1 - law.cdf, color=COLOURS["theory"], label="theory")
+    if law is not None:
+        left.semilogx(law.x, law.cdf, color=COLOURS["theory"], label="theory")
+        right.loglog(law.x, 1 - law.cdf, color=COLOURS["theory"], label="theory")
     for name, values in result.samples.items():
         x = np.sort(values[values > 0])  # the rest is 0 up to rounding
         survival = 1 - (np.arange(1, x.size + 1) + values.size - x.size) / values.size
         left.semilogx(x, 1 - survival, color=COLOURS[name], lw=0.8, label=f"{name}, n = {n}")
         right.loglog(x[:-1], survival[:-1], color=COLOURS[name], lw=0.8, label=f"{name}, n = {n}")
     left.set(xlabel="x", ylabel="F(x)", title="distribution function")
-    right.set(xlabel="x", ylabel="P(lambda > x)", title=f"tail (theory kappa = {result.tail:.2f})")
+    right.set(xlabel="x", ylabel="P(lambda > x)",
+              title="tail" if result.theory is None else f"tail (theory kappa = {result.theory.tail:.2f})")
     for ax in (left, right):
         ax.legend(fontsize=8)
     _save(fig, path)
