@@ -38,7 +38,7 @@ from .causal import CausalVerification, verify_causal
 from .compare import Comparison, compare, draw_tasks, drawn_config, two_sample
 from .theory import PROBES, Theory, theory_task
 
-__all__ = ["CLAIM_PAIRS", "ClaimsResult", "claims", "laws_equal", "render_markdown"]
+__all__ = ["CAUSAL", "CLAIM_PAIRS", "SAMPLE_HEADS", "ClaimsResult", "claims", "laws_equal", "render_markdown"]
 
 #: (claim, configuration, reference, what the paper says: True = same law).
 CLAIM_PAIRS: tuple[tuple[str, str, str, bool], ...] = (

@@ -43,7 +43,7 @@ from gemhsa_sym.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets,
 
 from .theory import Theory, theory_task
 
-__all__ = ["drawn_config", "FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "clean", "compare", "draw_tasks",
+__all__ = ["FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "clean", "compare", "draw_tasks", "drawn_config",
            "empirical_ks", "empirical_w1", "format_report", "two_sample", "verify"]
 
 #: Second entropy word of the independent Gaussian-equivalent sample set (the floor).
