@@ -22,9 +22,8 @@ from functools import partial
 from timing import best_times
 
 from gemhsa_sym.presets import PRESETS
-from gemhsa_sym.sampler import sample
+from gemhsa_sym.sampler import drawn_config, sample
 from gemhsa_sym.verification.claims import SAMPLE_HEADS
-from gemhsa_sym.verification.compare import drawn_config
 from gemhsa_sym.verification.theory import theory_task
 
 

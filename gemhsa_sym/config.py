@@ -27,7 +27,7 @@ from gemhsa_sym.model_files import is_model
 from gemhsa_sym.parse import integer_value, real_number
 from gemhsa_sym.rules import KV_MODES, OUTPUT_MODES, OUTPUT_RULES, VALUE_RULES
 from gemhsa_sym.scores import get_score
-from gemhsa_sym.sharing import INFINITE_HEADS, Partition, partition, partition_spec
+from gemhsa_sym.sharing import INFINITE_HEADS, Partition, partition, partition_spec, sharing_keyword
 
 __all__ = [
     "DIMENSIONS",
@@ -47,14 +47,6 @@ MASKS: tuple[str, ...] = ("none", "causal")
 _OUTPUT_SIDE: dict[str, Any] = {"kv": "independent", "rho": 0, "output": "independent", "residual": None}
 #: Most heads: sharing partitions are stored head by head.
 MAX_HEADS = 10**6
-
-
-def _keyword(field: str, groups: Partition, heads: int | str) -> str:
-    """The sharing keyword ("independent" or "all") of a partition, for a change to or from infinitely many heads."""
-    spec = partition_spec(groups, heads)
-    if spec in ("independent", "all"):
-        return spec
-    raise ValueError(f"{field}: infinitely many heads share a matrix per head or by all, not {spec!r}")
 
 
 def _ratio_text(ratio: sp.Rational) -> str:
@@ -334,7 +326,7 @@ class Config:
         if infinite:  # sharing by keyword: per head or by all
             for key in SHARING_FIELDS.values():
                 if not (key == "share_v" and VALUE_RULES[self.kv].follows_keys):
-                    changes[key] = _keyword(key, getattr(self, key), self.heads)
+                    changes[key] = sharing_keyword(key, getattr(self, key), self.heads)
         return self.replace(**changes)
 
     def to_dict(self) -> dict[str, Any]:

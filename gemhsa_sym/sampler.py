@@ -44,6 +44,7 @@ __all__ = [
     "DrawTask",
     "PolynomialDraw",
     "draw_sets",
+    "drawn_config",
     "head_batch",
     "draw_bytes",
     "check_backend",
@@ -103,6 +104,20 @@ class PolynomialDraw:
     n: int
     seed: np.random.SeedSequence
     threads: int = DRAW_THREADS
+
+
+def drawn_config(config: Config, heads: int | None) -> Config:
+    """The configuration the samplers draw for ``config``: itself, or, for infinitely many heads, its copy with
+    ``heads`` heads (docs/extensions.md §8.5); ValueError naming sample_heads where that is not given, or given
+    for a finite configuration."""
+    if not config.infinite_heads:
+        if heads is not None:
+            raise ValueError(f"sample_heads: only for a configuration with infinitely many heads; this one has {config.heads}")
+        return config
+    if heads is None:
+        raise ValueError("sample_heads: infinitely many heads cannot be drawn; give the finite number of heads to draw "
+                         "(--sample-heads H), whose distance to the limit the comparison then shows")
+    return config.with_heads(heads)
 
 
 def draw_sets(source: Config | PolynomialModel, n: int, seeds: Sequence[np.random.SeedSequence], backend: str = "numpy",

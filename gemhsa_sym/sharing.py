@@ -15,7 +15,7 @@ from typing import Any
 
 from gemhsa_sym.parse import integer_value
 
-__all__ = ["INFINITE_HEADS", "Partition", "partition", "partition_spec"]
+__all__ = ["INFINITE_HEADS", "Partition", "partition", "partition_spec", "sharing_keyword"]
 
 #: A partition of the heads 0..H-1: sorted groups, sorted by their first head (or, for infinitely
 #: many heads, the keyword "independent" or "all").
@@ -89,3 +89,12 @@ def partition_spec(groups: Partition, heads: int | str) -> str | dict[str, int] 
     if heads % count == 0 and groups == partition("", {"groups": count}, heads):
         return {"groups": count}
     return [list(group) for group in groups]
+
+
+def sharing_keyword(field: str, groups: Partition, heads: int | str) -> str:
+    """The keyword ("independent" or "all") of a partition of ``heads`` heads, for a change to infinitely many
+    heads; ValueError naming ``field`` for a partition that is neither."""
+    spec = partition_spec(groups, heads)
+    if spec in ("independent", "all"):
+        return spec
+    raise ValueError(f"{field}: infinitely many heads share a matrix per head or by all, not {spec!r}")

@@ -21,8 +21,9 @@ from gemhsa_sym.cli.common import (
 )
 from gemhsa_sym.config import MAX_HEADS, Config
 from gemhsa_sym.executors import open_executor, show_progress
+from gemhsa_sym.sampler import drawn_config
 from gemhsa_sym.verification.causal import format_causal, verify_causal
-from gemhsa_sym.verification.compare import drawn_config, format_report, verify
+from gemhsa_sym.verification.compare import format_report, verify
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

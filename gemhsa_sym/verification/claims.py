@@ -32,10 +32,10 @@ from gemhsa_sym.config import Config
 from gemhsa_sym.executors import Task, local_workers, run_tasks
 from gemhsa_sym.parse import parse_number
 from gemhsa_sym.presets import PRESETS
-from gemhsa_sym.sampler import check_draws, torch_draws
+from gemhsa_sym.sampler import check_draws, drawn_config, torch_draws
 
 from .causal import CausalVerification, verify_causal
-from .compare import Comparison, compare, draw_tasks, drawn_config, two_sample
+from .compare import Comparison, compare, draw_tasks, two_sample
 from .theory import PROBES, Theory, theory_task
 
 __all__ = ["CAUSAL", "CLAIM_PAIRS", "SAMPLE_HEADS", "ClaimsResult", "claims", "laws_equal", "render_markdown"]

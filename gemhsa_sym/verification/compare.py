@@ -39,11 +39,11 @@ from scipy import stats
 from gemhsa_sym.config import Config
 from gemhsa_sym.executors import Task, local_workers, run_tasks
 from gemhsa_sym.model_files import PolynomialModel
-from gemhsa_sym.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets, run_draw
+from gemhsa_sym.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets, drawn_config, run_draw
 
 from .theory import Theory, theory_task
 
-__all__ = ["FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "clean", "compare", "draw_tasks", "drawn_config",
+__all__ = ["FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "clean", "compare", "draw_tasks",
            "empirical_ks", "empirical_w1", "format_report", "two_sample", "verify"]
 
 #: Second entropy word of the independent Gaussian-equivalent sample set (the floor).
@@ -279,20 +279,6 @@ class VerifyResult:
             "by_n": [c.to_json_dict() for c in self.comparisons],
             "scaling": self.scaling(),
         }
-
-
-def drawn_config(config: Config, heads: int | None) -> Config:
-    """The configuration the samplers draw for ``config``: itself, or, for infinitely many heads, its copy with
-    ``heads`` heads (docs/extensions.md §8.5); ValueError naming sample_heads where that is not given, or given
-    for a finite configuration."""
-    if not config.infinite_heads:
-        if heads is not None:
-            raise ValueError(f"sample_heads: only for a configuration with infinitely many heads; this one has {config.heads}")
-        return config
-    if heads is None:
-        raise ValueError("sample_heads: infinitely many heads cannot be drawn; give the finite number of heads to draw "
-                         "(--sample-heads H), whose distance to the limit the comparison then shows")
-    return config.with_heads(heads)
 
 
 def verify(config: Config | PolynomialModel, n: list[int], draws: int = 3, seed: int = 0, executor: Any = None,
