@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if report["polynomial"] is not None:
         info = report["polynomial_info"]
         print(f"P(m, w) = 0: degree {info['degree_m']} in m, {info['degree_w']} in w"
+              + (" (guessed from the series modulo primes, verified)" if info["method"] == "series guess" else "")
               + (f": {report['polynomial']}" if args.full else " (--full or --json prints it)"))
     else:
         print(f"no polynomial equation: {report['polynomial_reason']}")

@@ -27,7 +27,8 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .elimination import Elimination, M
+from .bounded import run_bounded
+from .elimination import TIME_LIMIT, Elimination, M
 from .polynomials import FlintBackend
 from .results import SUPPORT_THRESHOLD, Atom, Candidate, Edge, EdgeClassification
 from .system import W
@@ -36,6 +37,20 @@ __all__ = ["atoms_from_polynomial", "discriminant", "discriminant_roots", "class
 
 #: Distance of the density probes from a candidate, relative to the law's scale.
 PROBE = 1e-7
+
+
+def _factor_terms(P: sp.Expr, gens: tuple[sp.Symbol, ...]) -> list[list[tuple[tuple[int, ...], Any]]]:
+    """The terms of the irreducible factors involving w of disc_m(P) * lc_m(P), each once and monic."""
+    B = FlintBackend(gens)
+    p = B.from_sympy(P)
+    terms = B.terms(p)
+    top = max(m[0] for m, _ in terms)
+    lead = B.from_terms({(0, *m[1:]): c for m, c in terms if m[0] == top})
+    found: list[Any] = []
+    for f in B.factors(B.discriminant(p, 0)) + B.factors(lead):
+        if B.degrees(f)[1] > 0 and (f := f / f.leading_coefficient()) not in found:
+            found.append(f)
+    return [B.terms(f) for f in found]
 
 
 @dataclass(frozen=True)
@@ -48,20 +63,18 @@ class _Factors:
     symbolic: tuple[sp.Symbol, ...]
 
     @classmethod
-    def of(cls, elimination: Elimination) -> _Factors:
+    def of(cls, elimination: Elimination, time_limit: float = TIME_LIMIT) -> _Factors | None:
+        """The factors of ``elimination``'s P, or None when they take longer than ``time_limit`` seconds
+        (computed in a child process, :func:`.bounded.run_bounded`)."""
         P = elimination.polynomial
         if P is None:
             raise ValueError(f"no polynomial: {elimination.reason}")
-        B = FlintBackend((M, W, *elimination.symbolic))
-        p = B.from_sympy(P)
-        terms = B.terms(p)
-        top = max(m[0] for m, _ in terms)
-        lead = B.from_terms({(0, *m[1:]): c for m, c in terms if m[0] == top})
-        found: list[Any] = []
-        for f in B.factors(B.discriminant(p, 0)) + B.factors(lead):
-            if B.degrees(f)[1] > 0 and (f := f / f.leading_coefficient()) not in found:
-                found.append(f)
-        return cls(B, tuple(found), tuple(elimination.symbolic))
+        gens = (M, W, *elimination.symbolic)
+        status, payload = run_bounded(_factor_terms, (P, gens), time_limit)
+        if status != "ok":
+            return None
+        B = FlintBackend(gens)
+        return cls(B, tuple(B.from_terms(dict(terms)) for terms in payload), tuple(elimination.symbolic))
 
     def expr(self) -> sp.Expr:
         """Their product as a SymPy expression."""
@@ -94,18 +107,26 @@ class _Factors:
             return sorted({+r for r in roots})
 
 
-def discriminant(elimination: Elimination) -> sp.Expr:
+def _factors(elimination: Elimination, time_limit: float) -> _Factors:
+    """:meth:`_Factors.of`, a ValueError when they do not finish in time."""
+    found = _Factors.of(elimination, time_limit)
+    if found is None:
+        raise ValueError(f"the discriminant of P did not finish within the time limit of {time_limit:g} s")
+    return found
+
+
+def discriminant(elimination: Elimination, time_limit: float = TIME_LIMIT) -> sp.Expr:
     """Square-free product of the irreducible factors of disc_m(P) * lc_m(P) that involve w.
 
-    python-flint computes the discriminant and the factors; the symbols of
-    ``elimination.symbolic`` are kept.
+    python-flint computes the discriminant and the factors (within ``time_limit`` seconds); the
+    symbols of ``elimination.symbolic`` are kept.
     """
-    return _Factors.of(elimination).expr()
+    return _factors(elimination, time_limit).expr()
 
 
-def discriminant_roots(elimination: Elimination, dps: int = 30) -> list[mpmath.mpf]:
+def discriminant_roots(elimination: Elimination, dps: int = 30, time_limit: float = TIME_LIMIT) -> list[mpmath.mpf]:
     """Real roots of :func:`discriminant` (constants substituted) to ``dps`` digits, increasing."""
-    return _Factors.of(elimination).real_roots(elimination.values, dps)
+    return _factors(elimination, time_limit).real_roots(elimination.values, dps)
 
 
 #: The physical density of a law on an array of real points.
@@ -117,10 +138,14 @@ def _density(density: Density, x: float) -> float:
     return float(density(np.array([x]))[0])
 
 
-def classify_edges(density: Density, scale: float, elimination: Elimination, dps: int = 30) -> EdgeClassification:
+def classify_edges(density: Density, scale: float, elimination: Elimination, dps: int = 30,
+                   time_limit: float = TIME_LIMIT) -> EdgeClassification | None:
     """Classify the real discriminant roots by the physical ``density`` of a law of the given ``scale``
-    (its norm bound: the unit of the thresholds; module docstring)."""
-    factors = _Factors.of(elimination)
+    (its norm bound: the unit of the thresholds; module docstring); None when the discriminant does
+    not finish within ``time_limit`` seconds."""
+    factors = _Factors.of(elimination, time_limit)
+    if factors is None:
+        return None
     roots = factors.real_roots(elimination.values, dps)
     zero = SUPPORT_THRESHOLD / scale
     candidates: list[Candidate] = []
@@ -182,7 +207,10 @@ def density_closed_form(density: Density, scale: float, elimination: Elimination
     if sum(roots.values()) != elimination.degree_m:
         return None
     candidates = [(sp.lambdify(W, r, "mpmath"), r.subs(W, x)) for r in roots]
-    edges = list(classify_edges(density, scale, elimination, 30).edges)
+    classified = classify_edges(density, scale, elimination, 30)
+    if classified is None:
+        return None
+    edges = list(classified.edges)
     pieces: list[tuple[sp.Expr, sp.Boolean]] = []
     for lo, hi in zip(edges[::2], edges[1::2]):
         a, b = float(lo.location), float(hi.location)

@@ -20,9 +20,11 @@ Exact arithmetic needs rational coefficients: irrational numbers in the
 system (e.g. sigma^2 = e - 2 of softmax at beta = 1) become symbols, named
 by the caller where it knows them (``constants``), and stay symbolic in P.
 Parameters without a value in ``values`` or with one stay symbolic when the
-elimination finishes within ``time_limit``; otherwise it is repeated with
-the parameters' values substituted, and the result says so. Each attempt
-runs in a child process that is stopped at the time limit.
+elimination finishes within ``time_limit``; otherwise P is guessed from the
+series of m(w) modulo primes and verified (:mod:`.guessing`), and where that
+fails too both are repeated with the parameters' values substituted; the
+result says which. Each attempt runs in a child process that is stopped at
+the time limit.
 
 python-flint's multivariate polynomials over Q (``fmpq_mpoly``: resultant,
 factor) are the default back end; SymPy's ``resultant`` and ``factor_list``
@@ -35,18 +37,18 @@ transform m(w) = (1/q) tr (w - Y^T Y)^{-1} ~ 1/w) and :data:`~.system.W` (w).
 
 from __future__ import annotations
 
-import multiprocessing
-import signal
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import mpmath
 import sympy as sp
 
+from .bounded import deadline_check, run_bounded
 from .constants import abstract_constants
 from .cramer import cramer_equations
+from .guessing import guess_polynomial
 from .polynomials import BACKENDS, PolynomialBackend, polynomial_backend
 from .system import DysonSystem, W
 
@@ -75,7 +77,9 @@ class Elimination:
     symbol of ``symbolic`` its exact value in the law (irrational constants
     included); ``substituted`` lists parameters replaced by their values
     before eliminating (the fallback after a time-out); ``constants`` the
-    symbols that stand for irrational numbers.
+    symbols that stand for irrational numbers; ``method`` how P was found:
+    "resultants" (it lies in the ideal of the system) or "series guess"
+    (found from the series modulo primes and verified, docs/solving.md §3.12).
     """
 
     polynomial: sp.Expr | None
@@ -90,6 +94,7 @@ class Elimination:
     seconds: float
     steps: int = 0
     attempts: tuple[str, ...] = field(default=())
+    method: str = "resultants"
 
     def specialised(self) -> sp.Expr:
         """P with every symbol other than m and w replaced by its exact value."""
@@ -104,10 +109,6 @@ def available_backends() -> tuple[str, ...]:
 
 
 # ---- elimination ------------------------------------------------------------------------
-
-
-class _Timeout(Exception):
-    """The elimination ran past its time limit."""
 
 
 def _double_residual(B: PolynomialBackend, p: Any, point: Sequence[complex]) -> float:
@@ -143,6 +144,56 @@ def _relative_residual(B: PolynomialBackend, p: Any, point: Sequence[mpmath.mpc]
     return abs(total) / scale if scale else mpmath.mpf(0)
 
 
+def _physical_factor(B: PolynomialBackend, p: Any, points: Sequence[Sequence[mpmath.mpc]], quick: Sequence[Sequence[complex]],
+                     unknowns: set[int]) -> Any | None:
+    """The smallest irreducible factor of p in the ``unknowns`` that vanishes at every physical point
+    (to VANISH relative, at CHECK_DPS digits; ``quick`` the same points in double precision), or None."""
+    keep = []
+    with mpmath.workdps(CHECK_DPS + 10):
+        for f in B.factors(p):
+            if not B.variables(f) & unknowns:
+                continue
+            if any(1e-6 < _double_residual(B, f, pt) < float("inf") for pt in quick):
+                continue
+            if all(_relative_residual(B, f, pt) < VANISH for pt in points):
+                keep.append(f)
+    return B.normalised(min(keep, key=B.size)) if keep else None
+
+
+def _guess(
+    system: DysonSystem,
+    rewrite_map: Mapping[sp.Expr, sp.Expr],
+    gens: Sequence[sp.Symbol],
+    points: Sequence[Sequence[mpmath.mpc]],
+    backend: str | None,
+    deadline: float,
+) -> dict[str, Any]:
+    """P by guessing from the modular series (:mod:`.guessing`), then the factor of it that is
+    irreducible and vanishes on the physical solution (as for the resultants); the same result
+    form as :func:`_run`."""
+    B = polynomial_backend(backend, gens)
+    n = len(system.unknowns)
+    out = system.unknowns.index(system.output)
+    kept = list(gens[n + 1:])
+    terms = guess_polynomial(system, rewrite_map, kept, deadline_check(deadline))
+    place = {0: out, 1: n}
+    place.update({2 + l: n + 1 + l for l in range(len(kept))})
+    p = B.from_terms({_spread(e, place, len(gens)): c for e, c in terms.items()})
+    quick = [[complex(v) for v in pt] for pt in points]
+    P = _physical_factor(B, p, points, quick, {out})
+    if P is None:
+        raise ArithmeticError("series guess: the guessed polynomial does not vanish at the physical solution")
+    return {"terms": B.terms(P), "steps": 0, "backend": B.name}
+
+
+def _spread(exponents: tuple[int, ...], place: Mapping[int, int], size: int) -> tuple[int, ...]:
+    """Exponents in (m, w, parameters) order placed at their generators' positions."""
+    out = [0] * size
+    for k, e in enumerate(exponents):
+        out[place[k]] = e
+    return tuple(out)
+
+
 def _run(
     system: DysonSystem,
     rewrite_map: Mapping[sp.Expr, sp.Expr],
@@ -162,22 +213,10 @@ def _run(
     def rewrite(e: sp.Expr) -> sp.Expr:
         return sp.expand(sp.sympify(e).xreplace(dict(rewrite_map)))
 
-    def check_time() -> None:
-        if time.monotonic() > deadline:
-            raise _Timeout
+    check_time = deadline_check(deadline)
 
     def physical(p: Any) -> Any | None:
-        """The smallest irreducible factor of p vanishing at every physical point, or None."""
-        keep = []
-        with mpmath.workdps(CHECK_DPS + 10):
-            for f in B.factors(p):
-                if not B.variables(f) & unknown_idx:
-                    continue
-                if any(1e-6 < _double_residual(B, f, pt) < float("inf") for pt in quick):
-                    continue
-                if all(_relative_residual(B, f, pt) < VANISH for pt in points):
-                    keep.append(f)
-        return B.normalised(min(keep, key=B.size)) if keep else None
+        return _physical_factor(B, p, points, quick, unknown_idx)
 
     def clean(polys: Iterable[Any], known: list[Any]) -> list[Any]:
         found = list(known)
@@ -225,54 +264,8 @@ def _run(
         steps += 1
 
 
-def _child(conn: Any, args: tuple, time_limit: float) -> None:
-    """Run :func:`_run` and send the result (or the error) through ``conn``.
-
-    The child ignores SIGINT (the parent stops it on an interrupt) and ends itself, by the
-    default action of SIGALRM (which needs no Python code to run), a few seconds after the time
-    limit, should its parent have died without stopping it.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    signal.alarm(int(time_limit) + 5)
-    try:
-        conn.send(("ok", _run(*args)))
-    except _Timeout:
-        conn.send(("timeout", None))
-    except Exception as exc:  # reported to the parent, which owns the decision
-        conn.send(("error", f"{type(exc).__name__}: {exc}"))
-    finally:
-        conn.close()
-
-
-def _attempt(args: tuple, time_limit: float) -> tuple[str, Any]:
-    """_run in a child process (fork) stopped at ``time_limit``; inline where fork is missing."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        try:
-            return "ok", _run(*args)
-        except _Timeout:
-            return "timeout", None
-        except ArithmeticError as exc:
-            return "error", str(exc)
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, args, time_limit), daemon=True)
-    proc.start()
-    child.close()
-    try:
-        if parent.poll(time_limit + 1.0):
-            return parent.recv()
-        return "timeout", None
-    except EOFError:
-        return "error", f"the elimination process ended unexpectedly (exit code {proc.exitcode})"
-    finally:
-        parent.close()
-        if proc.is_alive():
-            proc.terminate()
-            proc.join(2.0)
-            if proc.is_alive():
-                proc.kill()
-        proc.join()
+#: How P is found, in the order tried for each set of parameters (docs/solving.md §3.2, §3.12).
+METHODS: tuple[tuple[str, Callable[..., dict[str, Any]]], ...] = (("resultants", _run), ("series guess", _guess))
 
 
 def eliminate(
@@ -300,7 +293,6 @@ def eliminate(
     plans: list[dict[sp.Symbol, sp.Expr]] = [{}]
     if any(p in values for p in parameters):
         plans.append({p: sp.sympify(values[p]) for p in parameters if p in values})
-    last_reason = ""
     for plan in plans:
         exprs = [sp.sympify(e).xreplace(plan) for e in coefficient_exprs]
         atom_map, consts = abstract_constants(exprs, constants)
@@ -314,29 +306,32 @@ def eliminate(
         with mpmath.workdps(CHECK_DPS + 10):
             nums = [mpmath.mpmathify(sp.N(all_values[p], CHECK_DPS + 10)) for p in kept]
             points = [[mpmath.mpmathify(v) for v in g] + [mpmath.mpmathify(w)] + nums for w, g in solutions]
-        t0 = time.monotonic()
-        status, payload = _attempt((system, rewrite_map, gens, points, B_name, t0 + time_limit), time_limit)
-        label = "symbolic parameters" if not plan else "parameters at their values"
-        if status == "ok":
-            unk = {g: M if g == system.output else g for g in system.unknowns}
-            P = sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.Mul(*[unk.get(g, g) ** e for g, e in zip(gens, m)]) for m, c in payload["terms"]])
-            attempts.append(f"{label}: finished in {time.monotonic() - t0:.2f} s")
-            return Elimination(
-                polynomial=P,
-                reason=None,
-                degree_m=int(sp.degree(P, M)),
-                degree_w=int(sp.degree(P, W)),
-                symbolic=tuple(kept),
-                values=all_values,
-                substituted=plan,
-                constants=consts,
-                backend=payload["backend"],
-                seconds=time.monotonic() - start,
-                steps=payload["steps"],
-                attempts=tuple(attempts),
-            )
-        last_reason = f"did not finish within the time limit of {time_limit:g} s" if status == "timeout" else str(payload)
-        attempts.append(f"{label}: {last_reason}")
+        for method, run in METHODS:
+            t0 = time.monotonic()
+            status, payload = run_bounded(run, (system, rewrite_map, gens, points, B_name, t0 + time_limit), time_limit)
+            label = ("symbolic parameters" if not plan else "parameters at their values") + f", {method}"
+            if status == "ok":
+                unk = {g: M if g == system.output else g for g in system.unknowns}
+                P = sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.Mul(*[unk.get(g, g) ** e for g, e in zip(gens, m)])
+                             for m, c in payload["terms"]])
+                attempts.append(f"{label}: finished in {time.monotonic() - t0:.2f} s")
+                return Elimination(
+                    polynomial=P,
+                    reason=None,
+                    degree_m=int(sp.degree(P, M)),
+                    degree_w=int(sp.degree(P, W)),
+                    symbolic=tuple(kept),
+                    values=all_values,
+                    substituted=plan,
+                    constants=consts,
+                    backend=payload["backend"],
+                    seconds=time.monotonic() - start,
+                    steps=payload["steps"],
+                    attempts=tuple(attempts),
+                    method=method,
+                )
+            reason = f"did not finish within the time limit of {time_limit:g} s" if status == "timeout" else str(payload)
+            attempts.append(f"{label}: {reason}")
     return Elimination(
         polynomial=None,
         reason=f"elimination ({B_name}) " + "; ".join(attempts),

@@ -167,7 +167,8 @@ class SpectralLaw:
         if method == "discriminant":
             classified = self.algebraic_edges(dps)
             if classified is None:
-                raise ValueError(f"method: no polynomial P(m, w) for this law ({self.algebraic().reason})")
+                reason = self.algebraic().reason or "its discriminant did not finish within the time limit"
+                raise ValueError(f"method: no discriminant edges for this law ({reason})")
             return list(classified.edges)
         work = max(dps, WORK_DPS)
         found = self._cached(("edges", work), lambda: [] if self.zero else fold_edges(self._solvers["dyson"], self._scan(), work))
@@ -254,7 +255,8 @@ class SpectralLaw:
 
     def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0) -> EdgeClassification | None:
         """Real roots of the discriminant of P classified by the physical branch (:func:`.algebraic.classify_edges`),
-        to ``dps`` digits from at least WORK_DPS; None when there is no P."""
+        to ``dps`` digits from at least WORK_DPS; None when there is no P or its discriminant does not finish
+        within ``time_limit`` seconds."""
         dps = check_dps(dps)
         key = ("classified", max(dps, WORK_DPS), float(time_limit))
 
@@ -264,7 +266,7 @@ class SpectralLaw:
                 return EdgeClassification((), (), (), (), sp.Integer(1))
             if elimination.polynomial is None:
                 return None
-            return classify_edges(self._solvers["dyson"].density, self.scale, elimination, key[1])
+            return classify_edges(self._solvers["dyson"].density, self.scale, elimination, key[1], time_limit)
 
         found = self._cached(key, classify)
         return None if found is None else dataclasses.replace(

@@ -55,7 +55,8 @@ def moment_entry(exact: sp.Expr, symbolic: sp.Expr) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class PolynomialInfo:
-    """What the elimination found: degrees of P, which parameters stayed symbolic or were substituted."""
+    """What the elimination found: degrees of P, which parameters stayed symbolic or were substituted,
+    and how P was found (``method``: "resultants" or "series guess", docs/solving.md §3.2, §3.12)."""
 
     degree_m: int | None
     degree_w: int | None
@@ -63,6 +64,7 @@ class PolynomialInfo:
     substituted: dict[str, str]
     backend: str
     variables: str = VARIABLES
+    method: str | None = None
 
 
 @dataclass(frozen=True)
@@ -221,7 +223,8 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         polynomial=None if elimination.polynomial is None else str(elimination.polynomial),
         polynomial_reason=elimination.reason,
         polynomial_info=PolynomialInfo(elimination.degree_m, elimination.degree_w, [str(v) for v in elimination.symbolic],
-                                       {str(k): str(v) for k, v in elimination.substituted.items()}, elimination.backend),
+                                       {str(k): str(v) for k, v in elimination.substituted.items()}, elimination.backend,
+                                       method=None if elimination.polynomial is None else elimination.method),
         edge_method="discriminant" if classified is not None else "continuation",
         edges=edges,
         edge_candidates=[] if classified is None else [{"location": mpmath.nstr(c.location, dps), "kind": c.kind}
