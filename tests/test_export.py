@@ -17,7 +17,7 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.derivations import check, load
+from gemhsa_sym.derivations import check, load, verification
 from gemhsa_sym.free import Dim, Gaussian, spectral_law
 from gemhsa_sym.free.document import document
 from gemhsa_sym.free.latex import broken_sum, packed, printed_width, terms_of
@@ -93,7 +93,8 @@ def test_single_head_document_compiles(tmp_path: Path) -> None:
     """An attention preset: P of degree 20, symbolic moments in beta, a 6 x 6 sector."""
     record = record_from_json(json.loads((LIBRARY / "single-head.json").read_text()))
     text = (LIBRARY / "single-head.tex").read_text()
-    assert text == document(record)
+    assert text == document(record, verification(LIBRARY / "single-head.toml"))
+    assert "Monte Carlo" in text
     log = compile_latex(text, tmp_path)
     assert overfull(log) == []
 
@@ -129,7 +130,7 @@ def test_library_has_every_preset_and_the_examples() -> None:
 
 
 def test_check_catches_a_changed_record(tmp_path: Path) -> None:
-    for suffix in (".toml", ".json", ".tex"):
+    for suffix in (".toml", ".json", ".tex", ".verify.json"):
         shutil.copy(LIBRARY / f"marchenko-pastur{suffix}", tmp_path / f"marchenko-pastur{suffix}")
     assert check(tmp_path) == []
     record = json.loads((tmp_path / "marchenko-pastur.json").read_text())
@@ -163,3 +164,22 @@ def test_every_library_document_compiles(name: str, tmp_path: Path) -> None:
     log = compile_latex((LIBRARY / f"{name}.tex").read_text(), tmp_path)
     assert overfull(log) == []
     assert appendix_page(tmp_path / "doc.pdf") <= 2
+
+
+def test_verification_records_enter_the_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """derivations --verify draws the Monte Carlo, writes NAME.verify.json and a document that states its figures;
+    --check then reads the record and finds the library consistent."""
+    for suffix in (".toml", ".json", ".tex"):
+        shutil.copy(LIBRARY / f"marchenko-pastur{suffix}", tmp_path / f"marchenko-pastur{suffix}")
+    assert main(["derivations", "--verify", "--dir", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "marchenko-pastur.verify.json").read_text())
+    assert [row["n"] for row in data["by_n"]] == [1000, 2000] and data["seed"] == 0
+    tex = (tmp_path / "marchenko-pastur.tex").read_text()
+    for row in data["by_n"]:
+        assert f"at $n = {row['n']}$ KS to the samples {row['ks']['theory_polynomial']:.4f} (floor {row['floor']['ks']:.4f}" in tex
+        assert row["ks"]["theory_polynomial"] < 0.02  # Marchenko–Pastur(1/2) against its own Gaussian samples
+    assert check(tmp_path) == []
+    (tmp_path / "marchenko-pastur.verify.json").write_text(json.dumps({"by_n": []}))
+    capsys.readouterr()
+    assert main(["derivations", "--check", "--dir", str(tmp_path)]) == 2
+    assert "marchenko-pastur.verify.json: not a verification record" in capsys.readouterr().err

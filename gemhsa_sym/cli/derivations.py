@@ -6,7 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from gemhsa_sym.derivations import check, write
+from gemhsa_sym.cli.common import MAX_JOBS, integer
+from gemhsa_sym.derivations import check, write, write_verifications
+from gemhsa_sym.executors import open_executor
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,14 +22,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "configurations or polynomial models) with, beside each, its generated record\n"
             "(.json: P(m, w), exact moments, edges to 30 digits, atoms) and LaTeX document\n"
             "(.tex). --check regenerates every record and fails (exit 1) on any difference\n"
-            "from the committed files; --write refreshes them."
+            "from the committed files; --write refreshes them. --verify runs the Monte Carlo of\n"
+            "each derivation (gemhsa-sym verify at n = 1000, 2000, 2 draws per set, seed 0; a law\n"
+            "of infinitely many heads drawn at 40 heads) and writes NAME.verify.json beside it;\n"
+            "its figures enter the document's 'How it was checked' (--check reads them, it does\n"
+            "not redraw them)."
         ),
     )
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="regenerate and compare; exit 1 on a difference")
     mode.add_argument("--write", action="store_true", help="regenerate and overwrite the .json and .tex files")
+    mode.add_argument("--verify", action="store_true", help="run the Monte Carlo and write NAME.verify.json and the .tex files")
     parser.add_argument("--dir", default="derivations", help="the library folder (default: derivations)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="only these derivations (file names without .toml)")
+    parser.add_argument("--jobs", type=integer("jobs", 1, MAX_JOBS), default=1, help="local worker processes for --verify (default 1)")
     parser.set_defaults(run=run)
 
 
@@ -38,8 +46,14 @@ def run(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"dir: no derivations folder at {folder}")
 
     def progress(name: str) -> None:
-        print(f"{'checking' if args.check else 'writing'} {name} ...", file=sys.stderr, flush=True)
+        doing = "checking" if args.check else "drawing" if args.verify else "writing"
+        print(f"{doing} {name} ...", file=sys.stderr, flush=True)
 
+    if args.verify:
+        with open_executor(args.jobs) as executor:
+            names = write_verifications(folder, args.only, executor, progress)
+        print(f"wrote {len(names)} verification records in {folder}")
+        return 0
     if args.write:
         names = write(folder, args.only, progress)
         print(f"wrote {len(names)} derivations in {folder}")

@@ -3,6 +3,9 @@ reduced Dyson system, P(m, w), moments, edges and atoms, every formula printed b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .latex import WIDTH, broken_sum, packed, printed_width
 from .record import LawRecord
 
@@ -19,8 +22,9 @@ def _escape(text: str) -> str:
     return "".join(_SPECIAL.get(c, c) for c in text)
 
 
-def document(record: LawRecord) -> str:
-    """A standalone LaTeX document of a law's record (configuration, model, system, P, moments, edges, atoms)."""
+def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -> str:
+    """A standalone LaTeX document of a law's record (configuration, model, system, P, moments, edges, atoms),
+    with the Monte Carlo figures of a ``verification`` record (the JSON of ``gemhsa-sym verify``) when given."""
     tex = record.latex
     config_toml = getattr(record, "config_toml", "")
     out = [
@@ -74,6 +78,8 @@ def document(record: LawRecord) -> str:
     if tex.minimal is not None:
         checks.append(r"the minimal system gives the reduced system's $m(w)$ to $10^{-40}$ at 50 digits, and each of its "
                       r"equations holds there to $10^{-40}$")
+    if verification is not None:
+        checks.append(_monte_carlo(verification))
     if checks:
         out += [r"\subsection*{How it was checked}", "; ".join(checks) + "."]
     out += [r"\section*{Appendix}"]
@@ -99,6 +105,27 @@ def document(record: LawRecord) -> str:
         out += [r"\paragraph{Read-outs.}", packed(tex.readouts)]
     out += [r"\end{document}", ""]
     return "\n".join(out)
+
+
+#: How a verification record names its sample sets.
+_READINGS = {"ge": "the Gaussian equivalent", "softmax": "the softmax layer", "polynomial": "the samples"}
+
+
+def _monte_carlo(data: Mapping[str, Any]) -> str:
+    """One sentence of Monte Carlo figures: KS distances of the theory to each sample set per n, the floor
+    and the outliers beyond the support (docs/exports.md §5.2)."""
+    rows = data["by_n"]
+    readings = [key.removeprefix("theory_") for key in rows[0]["ks"]]
+    drawn = data.get("drawn")
+    parts = []
+    for row in rows:
+        ks = ", ".join(f"KS to {_READINGS.get(r, _escape(r))} {row['ks'][f'theory_{r}']:.4f}" for r in readings)
+        outliers = row["outliers"].get(readings[-1] if "softmax" not in readings else "softmax", {}).get("count")
+        parts.append(rf"at $n = {row['n']}$ {ks} (floor {row['floor']['ks']:.4f}"
+                     + (f", {outliers} eigenvalues beyond the support" if outliers else "") + ")")
+    where = f", drawn as {_escape(drawn['summary'])}" if drawn else ""
+    return (rf"Monte Carlo (\texttt{{gemhsa-sym verify}}, seed {data['seed']}, {rows[0]['draws']} draws per set{where}): "
+            + "; ".join(parts) + r"; the floor is the KS distance between two independent sample sets")
 
 
 def _minimal_system(record: LawRecord) -> list[str]:
