@@ -20,7 +20,7 @@ from gemhsa_sym.cli import main
 from gemhsa_sym.derivations import check, load, verification
 from gemhsa_sym.free import Dim, Gaussian, spectral_law
 from gemhsa_sym.free.document import document
-from gemhsa_sym.free.latex import broken_sum, packed, printed_width, terms_of
+from gemhsa_sym.free.latex import broken_sum, collected_terms, packed, printed_width, terms_of
 from gemhsa_sym.free.record import LawRecord, record_from_json
 from gemhsa_sym.model_files import polynomial_law
 
@@ -127,6 +127,17 @@ def test_library_has_every_preset_and_the_examples() -> None:
     for name in names:
         assert (LIBRARY / f"{name}.json").exists() and (LIBRARY / f"{name}.tex").exists()
     assert load(LIBRARY / "mqa.toml").config.name == "mqa"
+
+
+def test_polynomials_are_collected_in_powers_of_m_with_factored_coefficients() -> None:
+    m, w = sp.symbols("m w")
+    P = sp.expand((w**2 - 1) * m**2 - 3 * w * m + 2)
+    assert collected_terms(P, m) == [r"\left(w - 1\right) \left(w + 1\right) m^{2}", "-3 w m", "2"]
+    wide = sp.expand(w**3 * sum((k + 1) * w**k for k in range(40)) * m + m**2)  # an irreducible factor of 40 terms
+    terms = collected_terms(wide, m)
+    assert terms[0] == "m^{2}" and terms[1].startswith(r"w^{3} m \bigl(") and terms[-1].endswith(r"\bigr)")
+    assert len(terms) == 41
+    assert all(printed_width(line) <= 62 + 20 for line in broken_sum("P", terms).split(r" \\"))
 
 
 def test_check_catches_a_changed_record(tmp_path: Path) -> None:

@@ -92,7 +92,9 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
                 "the minimal system and those before it:", *_equations(tex.minimal_definitions, numbered=False),
                 "They are the normalised traces", *_meanings(tex.minimal_definitions)]
     if tex.polynomial:
-        out += [r"\subsection*{The algebraic equation}", broken_sum("P(m, w)", tex.polynomial)]
+        out += [r"\subsection*{The algebraic equation}",
+                r"Collected in powers of $m$, each coefficient factored over $\mathbb{Q}$:",
+                broken_sum("P(m, w)", tex.polynomial)]
     out += [
         r"\subsection*{Reduced Dyson system}",
         rf"Unknowns: {len(tex.unknowns)}; the Stieltjes transform is $m(w) = {tex.output}$. "

@@ -16,7 +16,7 @@ from typing import Any
 
 import sympy as sp
 
-__all__ = ["WIDTH", "broken_sum", "packed", "printed_width", "terms_of"]
+__all__ = ["WIDTH", "broken_sum", "collected_terms", "packed", "printed_width", "terms_of"]
 
 #: Printed characters of mathematics per line (11pt article with 2 cm margins holds about 75).
 WIDTH = 62
@@ -64,6 +64,31 @@ def terms_of(expr: sp.Expr, printer: Any = sp.latex) -> list[str]:
     """Printed terms of a sum (a single term otherwise), in SymPy's order."""
     expr = sp.sympify(expr)
     return [printer(t) for t in (expr.as_ordered_terms() if isinstance(expr, sp.Add) else [expr])]
+
+
+def collected_terms(expr: sp.Expr, x: sp.Symbol, width: int = WIDTH) -> list[str]:
+    """Printed terms of ``expr`` collected in powers of ``x``, highest first, each coefficient factored
+    (``c_k x^k``). A term wider than ``width`` is opened at its widest factor, a sum, whose terms become
+    terms of their own between ``\\bigl(`` and ``\\bigr)``, so that :func:`broken_sum` may break inside it."""
+    poly = sp.Poly(sp.expand(expr), x)
+    out: list[str] = []
+    for (k,), c in zip(poly.monoms(), poly.coeffs()):
+        coefficient = sp.factor(c)
+        sign = "-" if coefficient.could_extract_minus_sign() else ""
+        coefficient = -coefficient if sign else coefficient
+        power = sp.latex(x**k) if k else ""
+        whole = " ".join(t for t in (sp.latex(coefficient) if coefficient != 1 or not k else "", power) if t)
+        factors = sp.Mul.make_args(coefficient)
+        sums = [f for f in factors if isinstance(f, sp.Add)]
+        if printed_width(whole) <= width or not sums:
+            out.append(sign + whole)
+            continue
+        widest = max(sums, key=lambda f: printed_width(sp.latex(f)))
+        rest = sp.Mul(*[f for f in factors if f is not widest])
+        inner = terms_of(widest)
+        head = " ".join(t for t in (sp.latex(rest) if rest != 1 else "", power) if t)
+        out += [sign + f"{head} \\bigl({inner[0]}".lstrip(), *inner[1:-1], inner[-1] + r" \bigr)"]
+    return out
 
 
 def packed(items: Iterable[str], width: int = WIDTH) -> str:

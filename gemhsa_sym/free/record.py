@@ -18,9 +18,9 @@ import sympy as sp
 from sympy.matrices.expressions import MatAdd
 
 from .derivation import Derivation
-from .elimination import Elimination
+from .elimination import Elimination, M
 from .exchangeable import ExchangeableSum
-from .latex import WIDTH, printed_width, terms_of
+from .latex import WIDTH, collected_terms, printed_width, terms_of
 from .matrices import without_powers
 from .meanings import Meaning
 from .minimal import MinimalSystem
@@ -206,7 +206,7 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         sectors=[[sec.name, [rf"M_{{{sec.labels[a]},{sec.labels[b]}}} = {sp.latex(v)}" for (a, b), v in _nonzero_entries(sec.matrix())]]
                  for sec in system.sectors],
         readouts=[sp.latex(e) for e in system.readout_equations()],
-        polynomial=None if elimination.polynomial is None else terms_of(elimination.polynomial),
+        polynomial=None if elimination.polynomial is None else collected_terms(elimination.polynomial, M),
         moments=[terms_of(g) for g in general],
         heads=heads,
         template=template,
