@@ -144,10 +144,10 @@ def _relative_residual(B: PolynomialBackend, p: Any, point: Sequence[mpmath.mpc]
     return abs(total) / scale if scale else mpmath.mpf(0)
 
 
-def _physical_factor(B: PolynomialBackend, p: Any, points: Sequence[Sequence[mpmath.mpc]], quick: Sequence[Sequence[complex]],
-                     unknowns: set[int]) -> Any | None:
+def _physical_factor(B: PolynomialBackend, p: Any, points: Sequence[Sequence[mpmath.mpc]], unknowns: set[int]) -> Any | None:
     """The smallest irreducible factor of p in the ``unknowns`` that vanishes at every physical point
-    (to VANISH relative, at CHECK_DPS digits; ``quick`` the same points in double precision), or None."""
+    (to VANISH relative, at CHECK_DPS digits, after a screen in double precision), or None."""
+    quick = [[complex(v) for v in pt] for pt in points]
     keep = []
     with mpmath.workdps(CHECK_DPS + 10):
         for f in B.factors(p):
@@ -176,18 +176,16 @@ def _guess(
     out = system.unknowns.index(system.output)
     kept = list(gens[n + 1:])
     terms = guess_polynomial(system, rewrite_map, kept, deadline_check(deadline))
-    place = {0: out, 1: n}
-    place.update({2 + l: n + 1 + l for l in range(len(kept))})
+    place = [out, *range(n, len(gens))]  # m, then w and the parameters, where they stand in gens
     p = B.from_terms({_spread(e, place, len(gens)): c for e, c in terms.items()})
-    quick = [[complex(v) for v in pt] for pt in points]
-    P = _physical_factor(B, p, points, quick, {out})
+    P = _physical_factor(B, p, points, {out})
     if P is None:
         raise ArithmeticError("series guess: the guessed polynomial does not vanish at the physical solution")
     return {"terms": B.terms(P), "steps": 0, "backend": B.name}
 
 
-def _spread(exponents: tuple[int, ...], place: Mapping[int, int], size: int) -> tuple[int, ...]:
-    """Exponents in (m, w, parameters) order placed at their generators' positions."""
+def _spread(exponents: tuple[int, ...], place: Sequence[int], size: int) -> tuple[int, ...]:
+    """Exponents in (m, w, parameters) order placed at their generators' positions ``place``."""
     out = [0] * size
     for k, e in enumerate(exponents):
         out[place[k]] = e
@@ -208,15 +206,13 @@ def _run(
     out = system.unknowns.index(system.output)
     unknown_idx = set(range(n))
 
-    quick = [[complex(v) for v in pt] for pt in points]
-
     def rewrite(e: sp.Expr) -> sp.Expr:
         return sp.expand(sp.sympify(e).xreplace(dict(rewrite_map)))
 
     check_time = deadline_check(deadline)
 
     def physical(p: Any) -> Any | None:
-        return _physical_factor(B, p, points, quick, unknown_idx)
+        return _physical_factor(B, p, points, unknown_idx)
 
     def clean(polys: Iterable[Any], known: list[Any]) -> list[Any]:
         found = list(known)

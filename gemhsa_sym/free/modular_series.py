@@ -191,78 +191,23 @@ class ModularSystem:
             for e in range(1, degree + 1):
                 table[:, e] = table[:, e - 1] * (points[:, l] % primes) % primes
             powers.append(table)
-        P = primes[:, None, None]
+        batches = [_SectorBatch.of(sec, s, self.readout, self.unknowns, primes, powers, order)
+                   for s, sec in enumerate(self.sectors)]
         G = np.zeros((B, order + 1, self.unknowns), dtype=np.int64)
-        prepared = []
-        for sec in self.sectors:
-            k = sec.size
-            C = np.zeros((B, k * k), dtype=np.int64)
-            Wc = np.zeros((B, k * k), dtype=np.int64)
-            for e, pl in sec.const:
-                C[:, e] = _evaluate(pl, primes, powers)
-            for e, pl in sec.wcoef:
-                Wc[:, e] = _evaluate(pl, primes, powers)
-            C, Wc = C.reshape(B, k, k), Wc.reshape(B, k, k)
-            onehot = np.zeros((len(sec.lin), k * k), dtype=np.int64)
-            onehot[np.arange(len(sec.lin)), [e for e, _, _ in sec.lin]] = 1
-            coeff = np.stack([_evaluate(pl, primes, powers) for *_, pl in sec.lin], axis=1) if sec.lin else np.zeros((B, 0), np.int64)
-            which = np.array([j for _, j, _ in sec.lin], dtype=np.int64)
-            row_scaled = np.array([e // k in sec.scaled for e, _, _ in sec.lin], dtype=bool)
-            prepared.append((k, C, Wc, onehot, coeff, which, row_scaled, _Convolution(B, k, order),
-                             np.zeros((B, order + 1, k, k), np.int64), np.zeros((B, order + 1, k, k), np.int64)))
-        # read-outs per sector: entries, their coefficients, whether their column carries w, and
-        # a one-hot map to the unknowns
-        reads = []
-        for s, sec in enumerate(self.sectors):
-            mine = [(j, a, b, pl) for j, s2, a, b, pl in self.readout if s2 == s]
-            onehot = np.zeros((len(mine), self.unknowns), dtype=np.int64)
-            onehot[np.arange(len(mine)), [j for j, *_ in mine]] = 1
-            coeff = np.stack([_evaluate(pl, primes, powers) for *_, pl in mine], axis=1) if mine else np.zeros((B, 0), np.int64)
-            reads.append((np.array([a for _, a, _, _ in mine], dtype=np.int64), np.array([b for _, _, b, _ in mine], dtype=np.int64),
-                          np.array([b in sec.scaled for _, _, b, _ in mine], dtype=bool), coeff, onehot))
-        # the unknowns whose order-n coefficients enter A_n (the rows without w)
-        inputs = [np.array(sorted({j for e, j, _ in sec.lin if e // sec.size not in sec.scaled}), dtype=np.int64)
-                  for sec in self.sectors]
-
-        def coefficient(s: int, n: int) -> np.ndarray:
-            """A_n of sector s (module docstring)."""
-            k, C, Wc, onehot, coeff, which, row_scaled, *_ = prepared[s]
-            sec = self.sectors[s]
-            g_now = G[:, n, :][:, which]
-            g_before = G[:, n - 1, :][:, which] if n else np.zeros_like(g_now)
-            values = coeff * np.where(row_scaled, g_before, g_now) % primes[:, None]
-            A = (values @ onehot).reshape(B, k, k)
-            if n == 0:
-                A = A + C
-                if sec.scaled:
-                    A[:, list(sec.scaled)] = Wc[:, list(sec.scaled)]
-            elif n == 1 and sec.scaled:
-                A[:, list(sec.scaled)] += C[:, list(sec.scaled)]
-            return A % P
-
         for n in range(order + 1):
-            fixed = []
-            for s, (k, *_, conv, A, X) in enumerate(prepared):
-                fixed.append(conv(n, P))
-            # Gauss–Seidel sweeps: each sector's read-outs enter G_n at once
-            seen: list[np.ndarray | None] = [None] * len(prepared)
-            parts = np.zeros((len(prepared), B, self.unknowns), dtype=np.int64)
+            fixed = [batch.convolution(n) for batch in batches]
+            # Gauss–Seidel sweeps: each sector's read-outs enter G_n at once; a sector is
+            # recomputed only when the unknowns its A_n reads have changed
+            seen: list[np.ndarray | None] = [None] * len(batches)
+            parts = np.zeros((len(batches), B, self.unknowns), dtype=np.int64)
             for _ in range(4 * self.unknowns + 8):
                 changed = False
-                for s, (k, *_, A, X) in enumerate(prepared):
-                    key = G[:, n][:, inputs[s]]
+                for s, batch in enumerate(batches):
+                    key = G[:, n][:, batch.inputs]
                     if seen[s] is not None and np.array_equal(key, seen[s]):
-                        continue  # A_n and X_n read nothing that changed
+                        continue
                     seen[s] = key
-                    A[:, n] = coefficient(s, n)
-                    if n == 0:
-                        X[:, 0] = np.stack([_inverse(A[b, 0], int(primes[b])) for b in range(B)])
-                    else:
-                        X[:, n] = -(X[:, 0] @ ((fixed[s] + A[:, n] @ X[:, 0] % P) % P)) % P
-                    rows, cols, scaled, coeff, onehot = reads[s]
-                    now = X[:, n][:, rows, cols]
-                    before = X[:, n - 1][:, rows, cols] if n else np.zeros_like(now)
-                    part = (coeff * np.where(scaled, before, now) % primes[:, None]) @ onehot % primes[:, None]
+                    part = batch.solve(G, n, fixed[s])
                     if not np.array_equal(part, parts[s]):
                         parts[s] = part
                         G[:, n] = parts.sum(axis=0) % primes[:, None]
@@ -271,6 +216,103 @@ class ModularSystem:
                     break
             else:
                 raise ArithmeticError("modular series: the truncated Dyson map has no fixed point")
-            for _, *_, conv, A, X in prepared:
-                conv.push(n, A[:, n], X[:, n])
+            for batch in batches:
+                batch.push(n)
         return G[:, :, self.output]
+
+
+@dataclass
+class _SectorBatch:
+    """One sector's residues over a batch (module docstring): C and the w coefficients, the linear terms
+    as a one-hot map onto the flattened matrix, the read-outs as a one-hot map onto the unknowns, the
+    unknowns A_n reads at order n (rows without w), and A_n, X_n per order."""
+
+    sector: _Sector
+    primes: np.ndarray
+    C: np.ndarray
+    Wc: np.ndarray
+    lin_coeff: np.ndarray
+    lin_unknown: np.ndarray
+    lin_scaled: np.ndarray
+    lin_onehot: np.ndarray
+    read_rows: np.ndarray
+    read_cols: np.ndarray
+    read_scaled: np.ndarray
+    read_coeff: np.ndarray
+    read_onehot: np.ndarray
+    inputs: np.ndarray
+    A: np.ndarray
+    X: np.ndarray
+    conv: _Convolution
+
+    @classmethod
+    def of(cls, sec: _Sector, s: int, readout: Sequence[tuple[int, int, int, int, Polynomial]], unknowns: int,
+           primes: np.ndarray, powers: list[np.ndarray], order: int) -> _SectorBatch:
+        B, k = len(primes), sec.size
+
+        def table(entries: Sequence[tuple[int, Polynomial]]) -> np.ndarray:
+            out = np.zeros((B, k * k), dtype=np.int64)
+            for e, pl in entries:
+                out[:, e] = _evaluate(pl, primes, powers)
+            return out.reshape(B, k, k)
+
+        def onehot(columns: Sequence[int], width: int) -> np.ndarray:
+            out = np.zeros((len(columns), width), dtype=np.int64)
+            out[np.arange(len(columns)), list(columns)] = 1
+            return out
+
+        def residues(polys: Sequence[Polynomial]) -> np.ndarray:
+            return np.stack([_evaluate(pl, primes, powers) for pl in polys], axis=1) if polys else np.zeros((B, 0), np.int64)
+
+        reads = [(j, a, b, pl) for j, s2, a, b, pl in readout if s2 == s]
+        return cls(
+            sector=sec, primes=primes, C=table(sec.const), Wc=table(sec.wcoef),
+            lin_coeff=residues([pl for *_, pl in sec.lin]),
+            lin_unknown=np.array([j for _, j, _ in sec.lin], dtype=np.int64),
+            lin_scaled=np.array([e // k in sec.scaled for e, _, _ in sec.lin], dtype=bool),
+            lin_onehot=onehot([e for e, _, _ in sec.lin], k * k),
+            read_rows=np.array([a for _, a, _, _ in reads], dtype=np.int64),
+            read_cols=np.array([b for _, _, b, _ in reads], dtype=np.int64),
+            read_scaled=np.array([b in sec.scaled for _, _, b, _ in reads], dtype=bool),
+            read_coeff=residues([pl for *_, pl in reads]),
+            read_onehot=onehot([j for j, *_ in reads], unknowns),
+            inputs=np.array(sorted({j for e, j, _ in sec.lin if e // k not in sec.scaled}), dtype=np.int64),
+            A=np.zeros((B, order + 1, k, k), np.int64), X=np.zeros((B, order + 1, k, k), np.int64),
+            conv=_Convolution(B, k, order),
+        )
+
+    def convolution(self, n: int) -> np.ndarray:
+        """F_n (from the final A_j, X_j of the orders below n)."""
+        return self.conv(n, self.primes[:, None, None])
+
+    def coefficient(self, G: np.ndarray, n: int) -> np.ndarray:
+        """A_n: rows without w read g at order n, rows with w (multiplied by u) at order n - 1."""
+        P, scaled = self.primes[:, None, None], list(self.sector.scaled)
+        g_now = G[:, n][:, self.lin_unknown]
+        g_before = G[:, n - 1][:, self.lin_unknown] if n else np.zeros_like(g_now)
+        values = self.lin_coeff * np.where(self.lin_scaled, g_before, g_now) % self.primes[:, None]
+        A = (values @ self.lin_onehot).reshape(self.C.shape)
+        if n == 0:
+            A = A + self.C
+            A[:, scaled] = self.Wc[:, scaled]
+        elif n == 1:
+            A[:, scaled] += self.C[:, scaled]
+        return A % P
+
+    def solve(self, G: np.ndarray, n: int, fixed: np.ndarray) -> np.ndarray:
+        """A_n and X_n at the current G (X_0 = A_0^{-1}, X_n = -X_0 (F_n + A_n X_0)), and what the sector's
+        read-outs give the unknowns at order n (scaled columns read X_{n-1}: M^{-1} = M'^{-1} D)."""
+        P = self.primes[:, None, None]
+        self.A[:, n] = self.coefficient(G, n)
+        if n == 0:
+            self.X[:, 0] = np.stack([_inverse(a, int(p)) for a, p in zip(self.A[:, 0], self.primes)])
+        else:
+            self.X[:, n] = -(self.X[:, 0] @ ((fixed + self.A[:, n] @ self.X[:, 0] % P) % P)) % P
+        now = self.X[:, n][:, self.read_rows, self.read_cols]
+        before = self.X[:, n - 1][:, self.read_rows, self.read_cols] if n else np.zeros_like(now)
+        values = self.read_coeff * np.where(self.read_scaled, before, now) % self.primes[:, None]
+        return values @ self.read_onehot % self.primes[:, None]
+
+    def push(self, n: int) -> None:
+        """Order n is final: keep A_n and X_n for the convolutions of the orders above."""
+        self.conv.push(n, self.A[:, n], self.X[:, n])
