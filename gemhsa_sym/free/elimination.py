@@ -160,25 +160,34 @@ def _physical_factor(B: PolynomialBackend, p: Any, points: Sequence[Sequence[mpm
     return B.normalised(min(keep, key=B.size)) if keep else None
 
 
-def _guess(
-    system: DysonSystem,
-    rewrite_map: Mapping[sp.Expr, sp.Expr],
-    gens: Sequence[sp.Symbol],
-    points: Sequence[Sequence[mpmath.mpc]],
-    backend: str | None,
-    deadline: float,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Job:
+    """What one attempt works on: the system, the rewriting of its coefficients into rational ones,
+    the generators (unknowns, w, parameters), the physical points and the back end, with its deadline."""
+
+    system: DysonSystem
+    rewrite_map: Mapping[sp.Expr, sp.Expr]
+    gens: Sequence[sp.Symbol]
+    points: Sequence[Sequence[mpmath.mpc]]
+    backend: str | None
+    deadline: float
+
+    @property
+    def output(self) -> int:
+        """The index of m among the generators."""
+        return self.system.unknowns.index(self.system.output)
+
+
+def _guess(job: _Job) -> dict[str, Any]:
     """P by guessing from the modular series (:mod:`.guessing`), then the factor of it that is
     irreducible and vanishes on the physical solution (as for the resultants); the same result
     form as :func:`_run`."""
-    B = polynomial_backend(backend, gens)
-    n = len(system.unknowns)
-    out = system.unknowns.index(system.output)
-    kept = list(gens[n + 1:])
-    terms = guess_polynomial(system, rewrite_map, kept, deadline_check(deadline))
-    place = [out, *range(n, len(gens))]  # m, then w and the parameters, where they stand in gens
-    p = B.from_terms({_spread(e, place, len(gens)): c for e, c in terms.items()})
-    P = _physical_factor(B, p, points, {out})
+    B = polynomial_backend(job.backend, job.gens)
+    n = len(job.system.unknowns)
+    terms = guess_polynomial(job.system, job.rewrite_map, list(job.gens[n + 1:]), deadline_check(job.deadline))
+    place = [job.output, *range(n, len(job.gens))]  # m, then w and the parameters, where they stand in gens
+    p = B.from_terms({_spread(e, place, len(job.gens)): c for e, c in terms.items()})
+    P = _physical_factor(B, p, job.points, {job.output})
     if P is None:
         raise ArithmeticError("series guess: the guessed polynomial does not vanish at the physical solution")
     return {"terms": B.terms(P), "steps": 0, "backend": B.name}
@@ -192,24 +201,18 @@ def _spread(exponents: tuple[int, ...], place: Sequence[int], size: int) -> tupl
     return tuple(out)
 
 
-def _run(
-    system: DysonSystem,
-    rewrite_map: Mapping[sp.Expr, sp.Expr],
-    gens: Sequence[sp.Symbol],
-    points: Sequence[Sequence[mpmath.mpc]],
-    backend: str | None,
-    deadline: float,
-) -> dict[str, Any]:
+def _run(job: _Job) -> dict[str, Any]:
     """The elimination proper (module docstring); returns P as a term dictionary."""
-    B = polynomial_backend(backend, gens)
+    system, points = job.system, job.points
+    B = polynomial_backend(job.backend, job.gens)
     n = len(system.unknowns)
-    out = system.unknowns.index(system.output)
+    out = job.output
     unknown_idx = set(range(n))
 
     def rewrite(e: sp.Expr) -> sp.Expr:
-        return sp.expand(sp.sympify(e).xreplace(dict(rewrite_map)))
+        return sp.expand(sp.sympify(e).xreplace(dict(job.rewrite_map)))
 
-    check_time = deadline_check(deadline)
+    check_time = deadline_check(job.deadline)
 
     def physical(p: Any) -> Any | None:
         return _physical_factor(B, p, points, unknown_idx)
@@ -304,7 +307,8 @@ def eliminate(
             points = [[mpmath.mpmathify(v) for v in g] + [mpmath.mpmathify(w)] + nums for w, g in solutions]
         for method, run in METHODS:
             t0 = time.monotonic()
-            status, payload = run_bounded(run, (system, rewrite_map, gens, points, B_name, t0 + time_limit), time_limit)
+            job = _Job(system, rewrite_map, gens, points, B_name, t0 + time_limit)
+            status, payload = run_bounded(run, (job,), time_limit)
             label = ("symbolic parameters" if not plan else "parameters at their values") + f", {method}"
             if status == "ok":
                 unk = {g: M if g == system.output else g for g in system.unknowns}
