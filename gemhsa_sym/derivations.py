@@ -106,7 +106,10 @@ def verification(path: Path) -> dict[str, Any] | None:
     file = path.with_suffix(".verify.json")
     if not file.exists():
         return None
-    data = json.loads(read_text(file, "verification"))
+    try:
+        data = json.loads(read_text(file, "verification"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{file.name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
     rows = data.get("by_n") if isinstance(data, dict) else None
     if not (isinstance(rows, list) and rows and isinstance(data.get("seed"), int) and all(
             isinstance(r, dict) and isinstance(r.get("n"), int) and isinstance(r.get("draws"), int)

@@ -194,3 +194,6 @@ def test_verification_records_enter_the_document(tmp_path: Path, capsys: pytest.
     capsys.readouterr()
     assert main(["derivations", "--check", "--dir", str(tmp_path)]) == 2
     assert "marchenko-pastur.verify.json: not a verification record" in capsys.readouterr().err
+    (tmp_path / "marchenko-pastur.verify.json").write_text("{")
+    assert main(["derivations", "--write", "--dir", str(tmp_path)]) == 2
+    assert "marchenko-pastur.verify.json: not valid JSON" in capsys.readouterr().err
