@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+import flint
 import numpy as np
 import sympy as sp
 
@@ -65,21 +66,10 @@ def _evaluate(poly: Polynomial, primes: np.ndarray, powers: list[np.ndarray]) ->
 
 
 def _inverse(A: np.ndarray, p: int) -> np.ndarray:
-    """A^{-1} mod p by Gauss–Jordan elimination (ValueError when A is singular mod p)."""
-    n = A.shape[0]
-    M = [[int(v) % p for v in row] + [int(i == j) for j in range(n)] for i, row in enumerate(A)]
-    for c in range(n):
-        r = next((r for r in range(c, n) if M[r][c]), None)
-        if r is None:
-            raise ValueError("singular")
-        M[c], M[r] = M[r], M[c]
-        inv = pow(M[c][c], -1, p)
-        M[c] = [v * inv % p for v in M[c]]
-        for r2 in range(n):
-            if r2 != c and M[r2][c]:
-                f = M[r2][c]
-                M[r2] = [(v - f * w) % p for v, w in zip(M[r2], M[c])]
-    return np.array([row[n:] for row in M], dtype=np.int64)
+    """A^{-1} mod p (python-flint's ``nmod_mat``; ZeroDivisionError when A is singular mod p)."""
+    k = A.shape[0]
+    inv = flint.nmod_mat(k, k, (A % p).ravel().tolist(), p).inv()
+    return np.array([[int(inv[r, c]) for c in range(k)] for r in range(k)], dtype=np.int64)
 
 
 class _Convolution:
