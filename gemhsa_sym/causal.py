@@ -8,8 +8,9 @@ the bidirectional layer's with every Z^h carrying that profile (one reading of t
 for the law and the sampler). Two parts are not in it:
 
 - the masked scores mu_1 (S0 (.) M) / t are not a polynomial in Gaussian matrices, and Monte Carlo
-  shows that they do not act like independent noise of the same variance; a configuration whose
-  score has mu_1 != 0 (softmax) is refused with that reason;
+  shows that they do not act like independent noise of the same variance (they do act like masked
+  scores with fresh queries, whose t-quadrature has of the order of K^2 unknowns for K nodes, beyond
+  the dense Newton driver); a configuration whose score has mu_1 != 0 (softmax) is refused with that reason;
 - the uniform causal part c_0 C V W_O (C_ij = 1/i on j <= i), whose effect on the law Monte Carlo
   shows fading with n (docs/extensions.md §8.6).
 """

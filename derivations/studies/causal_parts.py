@@ -13,6 +13,10 @@ docs/model.md §1.1 with Y_c = sqrt(n) (I - 11^T/n) Y). With D = diag(1/i), tril
   (d)  noise only         Y = D tril(sqrt(mu1^2 + sigma^2) Z') X W_V W_O, Z' a fresh N(0, 1) matrix
   (d0) noise plus c0      Y = (c) + (d)
   (e)  softmax layer      Y = A X W_V W_O, A_ij = softmax_{j <= i}(beta S_ij), 0 for j > i
+  (f)  fresh queries      (b) with S replaced by G W_Q (X W_K)^T / sqrt(d_k), G a fresh N(0, 1) token matrix:
+                          the masked scores keep their keys and values but no longer share the queries'
+                          tokens, so that row i is Gaussian given the tokens, with covariance set by the
+                          prefix K_{<=i}^T V_{<=i} (docs/extensions.md §8.6)
 
 and an independent second set of draws (other seeds: new tokens, weights and noise) gives (a') and (b'),
 so that KS(a, a') is the Monte Carlo floor of the two-sample Kolmogorov-Smirnov distance between pooled
@@ -26,7 +30,7 @@ P = I - 11^T/n (the weights' ||W_V W_O||_F^2 replaced by its mean d_out).
 
 Draw i of the first set uses child i of SeedSequence(seed) in the package's order (X, W_Q, W_K, W_V,
 W_O, Z), so its (a) and (e) are gemhsa_sym's ``sample(Config(mask="causal"), n, seed=seed)`` draws of
-``ge`` and ``softmax`` up to rounding; the fresh Z' of (d) is drawn after them; the second set uses
+``ge`` and ``softmax`` up to rounding; the fresh Z' of (d) and then G of (f) are drawn after them; the second set uses
 children draws..2 draws-1. numpy and scipy.stats.ks_2samp only. Run single-threaded for speed on a
 shared machine, e.g.
 
@@ -49,10 +53,10 @@ from scipy.stats import ks_2samp
 QUANTILES: tuple[float, ...] = (0.1, 0.5, 0.9, 0.99)
 EDGE_QUANTILE = 0.999
 TOP_SHARES: tuple[int, ...] = (1, 5, 20)
-MAIN_MODELS: tuple[str, ...] = ("a", "b", "c", "d", "d0", "e")
+MAIN_MODELS: tuple[str, ...] = ("a", "b", "c", "d", "d0", "e", "f")
 SECOND_MODELS: tuple[str, ...] = ("a", "b")
 KS_PAIRS: tuple[tuple[str, str], ...] = (
-    ("a", "b"), ("a", "b'"), ("a", "d"), ("b", "d"), ("a", "d0"), ("a", "e"), ("b", "e"), ("a", "a'"), ("b", "b'"),
+    ("a", "b"), ("a", "b'"), ("a", "d"), ("b", "d"), ("a", "d0"), ("a", "e"), ("b", "e"), ("b", "f"), ("a", "a'"), ("b", "b'"),
 )
 
 
@@ -104,11 +108,15 @@ def draw_parts(n: int, seed: np.random.SeedSequence, beta: float, full: bool) ->
     if not full:
         return out
     out["c"] = spectrum(uniform)
-    del b, score, noise
+    del b, score
     total = math.sqrt(mu1**2 + sigma**2) * causal_average(rng.standard_normal((n, n)), VW)
     out["d"] = spectrum(total)
     out["d0"] = spectrum(total + uniform)
     del total
+    fresh = (rng.standard_normal((n, d)) @ W_Q) @ (X @ W_K).T
+    fresh /= math.sqrt(d_k)
+    out["f"] = spectrum(mu1 * causal_average(fresh, VW) + noise)
+    del fresh, noise
     S *= beta
     S[np.triu_indices(n, 1)] = -np.inf
     S -= S.max(axis=1, keepdims=True)

@@ -17,11 +17,11 @@ and only in the sectors whose unknowns changed.
 Rows of a sector that carry w are multiplied by u, so that the sector matrix
 M' = D M is a power series with invertible constant term; M^{-1} = M'^{-1} D,
 and M'^{-1} is the series X_0 = A_0^{-1}, X_k = -X_0 sum_{j=1..k} A_j X_{k-j}.
-Coefficients live in a polynomial ring QQ[generators] of SymPy's domains:
-parameters, reciprocals (1/H), radicals and constants (sqrt(3), e,
-sqrt(e - 2)) are generators of their own, without relations, so no division
-is ever needed; A_0 has a nonzero rational determinant (inner blocks are
-unipotent), checked at every iteration.
+Coefficients live in a polynomial ring QQ[generators] (python-flint's
+multivariate polynomials, :mod:`.series_ring`): parameters, reciprocals (1/H),
+radicals and constants (sqrt(3), e, sqrt(e - 2)) are generators of their own,
+without relations, so no division is ever needed; A_0 has a nonzero rational
+determinant (inner blocks are unipotent), checked at every iteration.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 import sympy as sp
-from sympy.polys.matrices import DomainMatrix
 
+from .series_ring import Rows, SeriesRing, matadd, matmul, matneg
 from .system import DysonSystem
 
 __all__ = ["SeriesError", "coefficient_ring", "moment_series", "series_iterates"]
@@ -69,14 +69,14 @@ def _generators(exprs: Iterable[sp.Expr]) -> dict[sp.Expr, sp.Symbol]:
 Series = list  # order + 1 domain elements: coefficients of u^0 .. u^K
 
 
-def coefficient_ring(system: DysonSystem) -> tuple[sp.Domain, dict[sp.Expr, sp.Symbol]]:
+def coefficient_ring(system: DysonSystem) -> tuple[SeriesRing, dict[sp.Expr, sp.Symbol]]:
     """QQ[generators] holding every coefficient of ``system``, and the generator of each atom."""
     coeffs = [v for sec in system.sectors for v in sec.const.values()]
     coeffs += [c for sec in system.sectors for t in sec.lin.values() for c in t.values()]
     coeffs += [v for sec in system.sectors for v in sec.wcoef.values()]
     coeffs += [r[3] for reads in system.readout.values() for r in reads]
     gens = _generators(coeffs)
-    return (sp.QQ[tuple(gens.values())] if gens else sp.QQ), gens
+    return SeriesRing(tuple(gens.values())), gens
 
 
 def series_iterates(system: DysonSystem, order: int,
@@ -107,12 +107,11 @@ def series_iterates(system: DysonSystem, order: int,
     inputs = [sorted({sym for (a, _), terms in lin.items() if a not in scaled for sym, _ in terms}, key=str)
               for _, scaled, _, lin, _ in sectors]
     g: dict[sp.Symbol, Series] = {u: [K.zero] * (order + 1) for u in system.unknowns}
-    A: list[list[DomainMatrix]] = [[] for _ in sectors]  # exact A_j, j < k, per sector
-    X: list[list[DomainMatrix]] = [[] for _ in sectors]  # exact X_j, j < k, per sector
-    entries: list[list[list[list[object]]]] = [[] for _ in sectors]  # the same X_j as lists of rows
-    last: dict[int, tuple[tuple, DomainMatrix, DomainMatrix, list[list[object]]]] = {}  # key, A_k, X_k, rows
+    A: list[list[Rows]] = [[] for _ in sectors]  # exact A_j, j < k, per sector
+    X: list[list[Rows]] = [[] for _ in sectors]  # exact X_j, j < k, per sector
+    last: dict[int, tuple[tuple, Rows, Rows]] = {}  # key, A_k, X_k
 
-    def coefficient(g: dict[sp.Symbol, Series], s: int, k: int) -> DomainMatrix:
+    def coefficient(g: dict[sp.Symbol, Series], s: int, k: int) -> Rows:
         """A_k of sector s: its unscaled rows read g at order k, its scaled rows at order k - 1."""
         size, scaled, const, lin, wco = sectors[s]
         rows = [[K.zero] * size for _ in range(size)]
@@ -125,47 +124,45 @@ def series_iterates(system: DysonSystem, order: int,
                 value = const.get((a, b), K.zero) if j == 0 else K.zero
                 for sym, c in lin.get((a, b), ()):
                     if g[sym][j]:
-                        value += c * g[sym][j]
+                        value = value + c * g[sym][j]
                 rows[a][b] = value
-        return DomainMatrix(rows, (size, size), K)
+        return rows
 
-    def solve(g: dict[sp.Symbol, Series], s: int, k: int, fixed: dict[int, DomainMatrix]) -> list[list[object]]:
+    def solve(g: dict[sp.Symbol, Series], s: int, k: int, fixed: dict[int, Rows]) -> Rows:
         """X_k of sector s at ``g`` as rows (A_0^{-1} at order 0, else -X_0 (F_k + A_k X_0)), kept with A_k
         in ``last`` and recomputed only when the unknowns it reads have changed."""
         key = (k, *(g[sym][k] for sym in inputs[s]))
         if s in last and last[s][0] == key:
-            return last[s][3]
+            return last[s][2]
         a_k = coefficient(g, s, k)
         if k == 0:
-            adj, det = a_k.inv_den()
-            if not det or not K.is_unit(det):
-                raise SeriesError(f"the sector matrix at w = infinity has determinant {K.to_sympy(det)}, "
-                                  "not a nonzero number")
-            x_k = adj.mul(K.quo(K.one, det))
+            x_k, det = K.inverse(a_k)
+            if x_k is None:
+                raise SeriesError(f"the sector matrix at w = infinity has determinant {det}, not a nonzero number")
         else:
-            x_k = -(X[s][0] * (fixed[s] + a_k * X[s][0]))
-        last[s] = (key, a_k, x_k, x_k.to_list())
-        return last[s][3]
+            x_k = matneg(matmul(X[s][0], matadd(fixed[s], matmul(a_k, X[s][0], K.zero)), K.zero))
+        last[s] = (key, a_k, x_k)
+        return x_k
 
-    def read(sym: sp.Symbol, k: int, g: dict[sp.Symbol, Series], fixed: dict[int, DomainMatrix]) -> object:
+    def read(sym: sp.Symbol, k: int, g: dict[sp.Symbol, Series], fixed: dict[int, Rows]) -> object:
         """Order k of the read-out of ``sym``: M^{-1} = M'^{-1} D, so scaled columns read X_{k-1}."""
         out = K.zero
         for s, a, b, c in reads[sym]:
             if b in sectors[s][1]:
-                v = entries[s][k - 1][a][b] if k else K.zero
+                v = X[s][k - 1][a][b] if k else K.zero
             else:
                 v = solve(g, s, k, fixed)[a][b]
             if v:
-                out += c * v
+                out = out + c * v
         return out
 
     steps = schedule if schedule is not None else (system.unknowns,)
     for k in range(order + 1):
         fixed = {}
         for s, (size, *_) in enumerate(sectors):
-            acc = DomainMatrix.zeros((size, size), K)
+            acc = [[K.zero] * size for _ in range(size)]
             for j in range(1, k):
-                acc = acc + A[s][j] * X[s][k - j]
+                acc = matadd(acc, matmul(A[s][j], X[s][k - j], K.zero))
             fixed[s] = acc
         while True:
             new = {sym: list(v) for sym, v in g.items()}
@@ -182,7 +179,6 @@ def series_iterates(system: DysonSystem, order: int,
             solve(g, s, k, fixed)
             A[s].append(last[s][1])
             X[s].append(last[s][2])
-            entries[s].append(last[s][3])
 
 
 def moment_series(system: DysonSystem, k: int, schedule: Sequence[Sequence[sp.Symbol]] | None = None) -> list[sp.Expr]:
