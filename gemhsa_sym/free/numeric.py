@@ -11,6 +11,7 @@ drivers in :mod:`.continuation` own tolerances and verification.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -187,7 +188,7 @@ def _inverse(M: np.ndarray, backend: Backend) -> np.ndarray:
 
 def _rows(a: np.ndarray) -> np.ndarray:
     """``a`` as a matrix of its first axis against all the others (also when it has no rows)."""
-    return a.reshape(a.shape[0], int(np.prod(a.shape[1:])))
+    return a.reshape(a.shape[0], math.prod(a.shape[1:]))
 
 
 @dataclass(frozen=True)
