@@ -70,7 +70,7 @@ GRID_COARSE = 33
 GRID_TRUST = 3e-3
 #: Rounds of interpolated starts between verified points; each gap shrinks towards the edges
 #: it contains by a few points per round, so the points left then descend (in one batch).
-GRID_ROUNDS = 3
+GRID_ROUNDS = 6
 #: Continuation Newton on the root of P: each step at most this times the one before (1/2
 #: at a double root), unless both are below NOISE (1 + |g|), the rounding level near an edge.
 CONTRACTION = 0.75
@@ -241,13 +241,17 @@ def descend(system: System, base: np.ndarray, direction: np.ndarray, s_from: np.
     return g_new, ok
 
 
-def follow_branch(system: System, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float = 1e-12) -> Branch:
+def follow_branch(system: System, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float = 1e-12,
+                  seeds: Branch | None = None) -> Branch:
     """The physical solution at targets w with Im w >= 0, by descent from Re w + i*top (double).
 
     Targets with Im w below ``floor`` (a number or one per target) are solved
     at Im w = floor first, then by one Newton solve at their own Im w (which
     may be 0), accepted only if the solution moved continuously (docs/solving.md
-    §3.4: never a cold start near the real axis).
+    §3.4: never a cold start near the real axis). ``seeds``, verified solutions of
+    the same system at real points (a Branch of an earlier call), make real
+    targets a grid whose points between seeds start from their interpolant
+    (:func:`_follow_grid`) instead of descending.
     """
     if system.backend is not DOUBLE:
         raise TypeError("follow_branch runs in double precision; refine its result with mpmath")
@@ -258,8 +262,8 @@ def follow_branch(system: System, w: np.ndarray, top: float, floor: float | np.n
         raise ValueError("w: targets must lie in the closed upper half plane (use conjugation below it)")
     # batches of small matrices: BLAS threads only add contention
     with threadpool_limits(limits=1, user_api="blas"):
-        if w.size >= GRID_MIN and np.all(w.imag == 0):
-            return _follow_grid(system, w.real, top, np.broadcast_to(floor, w.shape), tol)
+        if (w.size >= GRID_MIN or seeds is not None) and np.all(w.imag == 0):
+            return _follow_grid(system, w.real, top, np.broadcast_to(floor, w.shape), tol, seeds)
         return _follow(system, w, top, floor, tol)
 
 
@@ -320,8 +324,9 @@ def _cubic(x0: np.ndarray, u0: np.ndarray, d0: np.ndarray, x1: np.ndarray, u1: n
     return cubic, np.max(np.abs(cubic - tangent), axis=-1)
 
 
-def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, tol: float) -> Branch:
-    """:func:`follow_branch` on a real grid: descent on GRID_COARSE points, then interpolation.
+def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, tol: float, seeds: Branch | None = None) -> Branch:
+    """:func:`follow_branch` on a real grid: descent on GRID_COARSE points (or the verified real
+    ``seeds`` instead, merged into the grid), then interpolation.
 
     A point c between verified neighbours i < c < j starts from the cubic Hermite
     interpolant of u = x g and du/dx = g + x dg/dx (dg/dx = -J^{-1} dF/dw) at i and j;
@@ -334,9 +339,11 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
     again from its new ends, one where no point passed is left); points left over (next
     to edges, where the estimate grows) descend like any other target, in one batch.
     """
-    xs, inverse = np.unique(x, return_inverse=True)
+    use = np.zeros(0, dtype=bool) if seeds is None else seeds.ok & (seeds.w.imag == 0)
+    seeded = np.zeros(0) if seeds is None else seeds.w.real[use]
+    xs, inverse = np.unique(np.concatenate([x, seeded]), return_inverse=True)
     fl = np.full(xs.size, np.inf)
-    np.minimum.at(fl, inverse, floor)
+    np.minimum.at(fl, inverse[: x.size], floor)
     n, size = xs.size, system.size
     g = np.zeros((n, size), dtype=complex)
     du = np.zeros((n, size), dtype=complex)
@@ -346,12 +353,17 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
         g[idx], known[idx] = sol, True
         du[idx] = sol + xs[idx, None] * _tangent(system, xs[idx] + 0j, sol)
 
-    coarse = np.unique(np.round(np.linspace(0, n - 1, min(n, GRID_COARSE))).astype(int))
-    middle = (xs[0] + xs[-1]) / 2 + 1j * top
-    anchor = (middle, fixed_point_start(system, np.array([middle]), tol)[0])  # far above the grid
-    br = _follow(system, xs[coarse] + 0j, top, fl[coarse], tol, anchor)
-    g[coarse] = br.g
-    verified(coarse[br.ok], br.g[br.ok])
+    anchor: tuple[complex, np.ndarray] | None = None
+    if seeds is None:
+        coarse = np.unique(np.round(np.linspace(0, n - 1, min(n, GRID_COARSE))).astype(int))
+        middle = (xs[0] + xs[-1]) / 2 + 1j * top
+        anchor = (middle, fixed_point_start(system, np.array([middle]), tol)[0])  # far above the grid
+        br = _follow(system, xs[coarse] + 0j, top, fl[coarse], tol, anchor)
+        g[coarse] = br.g
+        verified(coarse[br.ok], br.g[br.ok])
+    else:
+        coarse = inverse[x.size:]
+        verified(coarse, seeds.g[use])
     stuck: set[int] = set()  # gaps (by left end) none of whose points was verified
     for _ in range(GRID_ROUNDS):
         K = np.flatnonzero(known)
@@ -376,4 +388,5 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
     if rest.size:
         br = _follow(system, xs[rest] + 0j, top, fl[rest], tol, anchor)
         g[rest], ok[rest] = br.g, br.ok
-    return Branch(w=x + 0j, g=g[inverse], ok=ok[inverse], output=system.output)
+    target = inverse[: x.size]
+    return Branch(w=x + 0j, g=g[target], ok=ok[target], output=system.output)
