@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -37,6 +38,7 @@ from .continuation import follow_branch
 from .numeric import DOUBLE, NumericSystem
 from .results import probe_points, top_of
 from .series import SeriesError, coefficient_ring, moment_series, series_iterates
+from .series_ring import SeriesRing
 from .system import DysonSystem, Sector
 
 __all__ = ["CHECK_HEADS", "CHECK_TOL", "HeadsLimit", "LimitError", "check_limit", "heads_limit"]
@@ -101,6 +103,29 @@ def _leading(expr: sp.Expr, shift: int) -> sp.Expr:
     return sp.S.Zero if degree < 0 else sp.factor(num.LC() / den.LC())
 
 
+def _series_degree(ring: SeriesRing, c: Any, back: Mapping[sp.Symbol, sp.Expr]) -> float:
+    """The degree in T of a series coefficient c, a polynomial in the ring's generators (T, T_inv and
+    constants, ``back`` giving each generator's expression): its terms grouped by their net power of T,
+    the highest group that does not vanish once the constants take their values (a group is compared
+    with 0 by SymPy, so relations between radicals count); -inf for 0. A generator whose expression holds
+    T (a reciprocal of a polynomial in T) makes it the degree of the whole rational function instead."""
+    if not c:
+        return -np.inf
+    if any(sp.sympify(e).has(T) for g, e in back.items() if g != _INVERSE):
+        return _degree(ring.to_sympy(c).xreplace(back))
+    at = {g: j for j, g in enumerate(ring.gens)}
+    up, down = at.get(T), at.get(_INVERSE)
+    groups: dict[int, list[sp.Expr]] = {}
+    for exps, coeff in zip(c.monoms(), c.coeffs()):
+        net = int(exps[up] if up is not None else 0) - int(exps[down] if down is not None else 0)
+        rest = sp.Mul(*(back.get(g, g) ** int(e) for j, (g, e) in enumerate(zip(ring.gens, exps)) if j not in (up, down)))
+        groups.setdefault(net, []).append(sp.Rational(int(coeff.p), int(coeff.q)) * rest)
+    for net in sorted(groups, reverse=True):
+        if sp.expand(sp.Add(*groups[net])) != 0:
+            return net
+    return -np.inf
+
+
 def _powers(degrees: list[float]) -> str:
     """Degrees in T as powers of H."""
     return ", ".join(f"H^{sp.Rational(int(d), 2)}" for d in degrees)
@@ -114,13 +139,13 @@ def _exponents(system: DysonSystem, values: Mapping[sp.Symbol, sp.Expr]) -> dict
     last: dict[sp.Symbol, list] = {}
     for iterate in series_iterates(special, ORDER):
         last = iterate
-    moments = [_degree(ring.to_sympy(c).xreplace(back)) for c in last[system.output][2:]]
+    moments = [_series_degree(ring, c, back) for c in last[system.output][2:]]
     if max(moments) > 0:
         raise LimitError(f"the law has no limit as H grows: its moments mu_1 .. mu_{len(moments)} grow like "
                          f"{_powers(moments)}")
     degrees = {}
     for g, series in last.items():
-        found = [_degree(ring.to_sympy(c).xreplace(back)) if c else -np.inf for c in series]
+        found = [_series_degree(ring, c, back) for c in series]
         if max(found) == -np.inf:
             raise LimitError(f"{g} vanishes to order {ORDER} in 1/w: its exponent in H is not determined")
         if max(found[:-1]) > -np.inf and found[-1] > max(found[:-1]):
