@@ -15,6 +15,7 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.free import Dim, Gaussian, SpectralLaw, spectral_law
+from gemhsa_sym.free.continuation import Branch
 
 n, d, D, dv = Dim("n"), Dim("d"), Dim("D"), Dim("d_v")
 p, N1, N2 = Dim("p"), Dim("N1"), Dim("N2")
@@ -102,3 +103,19 @@ def test_every_answer_names_its_method() -> None:
     # the two value methods agree to rounding, and each is what it says
     x = np.linspace(0.1, 3.5, 40)
     assert law.density(x, method="polynomial") == pytest.approx(law.density(x), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", list(LAWS))
+def test_a_seeded_grid_lands_on_the_values_of_an_unseeded_one(name: str) -> None:
+    """Verified solutions of one grid seed another (docs/solving.md §3.4, grids): same densities, also
+    next to the edges and outside the support, where the seeds are far apart or absent."""
+    law = LAWS[name]()
+    solver = law.solver()
+    top = float(law.edges(dps=16)[-1].location)
+    coarse = np.geomspace(1e-6 * top, 1.05 * top, 120)
+    g, ok = solver.followed(coarse.astype(complex), dyson=True)
+    assert np.all(ok)
+    seeds = Branch(coarse + 0j, g, ok, solver.output)
+    x = np.r_[np.linspace(0.0, 1.3 * top, 1001)[1:], 2 * top, coarse[::7]]  # some targets are seeds
+    seeded = solver.density(x, seeds=seeds)
+    np.testing.assert_allclose(seeded, law.density(x), rtol=0, atol=1e-10 * np.max(seeded))
