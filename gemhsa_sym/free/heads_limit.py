@@ -111,7 +111,7 @@ def _series_degree(ring: SeriesRing, c: Any, back: Mapping[sp.Symbol, sp.Expr]) 
     T (a reciprocal of a polynomial in T) makes it the degree of the whole rational function instead."""
     if not c:
         return -np.inf
-    if any(sp.sympify(e).has(T) for g, e in back.items() if g != _INVERSE):
+    if any(e.has(T) for g, e in back.items() if g != _INVERSE):
         return _degree(ring.to_sympy(c).xreplace(back))
     at = {g: j for j, g in enumerate(ring.gens)}
     up, down = at.get(T), at.get(_INVERSE)
