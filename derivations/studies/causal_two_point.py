@@ -26,7 +26,9 @@ W and V the value-output weights. Two steps give m(w) = tau((w - Y^T Y)^-1):
    more unknowns for K nodes, which is what the engine's one-row-block pencils do not have
    (docs/extensions.md §8.6). tau((L^-1)_{b_k, b}) = phi_k tau(C_k R) n / d gives delta_k.
 
-The equation is iterated to a fixed point (damped) at points w off the real axis. Checked against:
+The equation is iterated to a fixed point (damped half steps); points near the real axis are reached
+from above (Im w = |w|, |w| / 10, ..., each height started from the one above), since a cold start there
+may land on the conjugate solution. Checked against:
 
 - the same equation written out by hand for the model without weights (W = V = I), to rounding;
 - Monte Carlo of the models (m(w) as the mean of 1 / (w - lambda) over pooled spectra): (w) the
@@ -37,9 +39,15 @@ The equation is iterated to a fixed point (damped) at points w off the real axis
 - the contrast: the same equation with the masked scores replaced by independent noise of the same
   variance (mu_1 = 0, sigma^2 -> mu_1^2 + sigma^2), which Monte Carlo tells apart from (b).
 
-numpy only; seeds from numpy's SeedSequence. For example
+numpy and scipy.sparse; seeds from numpy's SeedSequence. For example
 
     OMP_NUM_THREADS=2 python derivations/studies/causal_two_point.py --n 1000 2000 --draws 2
+
+and, for the distribution function of the single head's law (a contour integral for the mass below
+1e-4, then densities on a log grid up to 1e4, docs/solving.md §3.11) against the pooled spectra of (b),
+with quantiles and the Kolmogorov-Smirnov distance:
+
+    OMP_NUM_THREADS=2 python derivations/studies/causal_two_point.py --n 2000 --draws 4 --cdf 4 4 --cdf 4 8
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.polynomial import legendre
+from scipy import sparse
 
 #: Points of the upper half plane where m(w) is compared.
 POINTS: tuple[complex, ...] = (0.2 + 0.5j, 1 + 1j, 5 + 2j, 20 + 5j)
@@ -137,21 +146,27 @@ def single_head_pencil(K: int, ratios: dict[str, float]) -> Pencil:
 
 class TwoPointSystem:
     """The Dyson equation of a pencil with masked token occurrences at the nodes of one rule (module
-    docstring); :meth:`stieltjes` iterates it to a fixed point at one w."""
+    docstring); :meth:`stieltjes` iterates it to a fixed point at many w at once.
+
+    Every pairing of an occurrence with one of its transpose is a row of two sparse matrices per pair of
+    sides: one gathers the block it reads (summed over the key intervals under both masks when the
+    inner side is the key side), one scatters it to eta (on every interval under both masks when the
+    outer side is the key side); between them, the product of the two occurrences' weights."""
 
     def __init__(self, pencil: Pencil, nodes: np.ndarray, weights: np.ndarray, mu1: float, sigma2: float) -> None:
         order = np.argsort(nodes)
         self.p, self.t, self.omega = pencil, nodes[order], weights[order]
         self.mu1, self.sigma2 = mu1, sigma2
-        self.K = self.t.size
-        self.lengths = np.diff(np.r_[0.0, self.t])  # interval j = (t_{j-1}, t_j]
+        self.K = K = self.t.size
+        lengths = np.diff(np.r_[0.0, self.t])  # interval j = (t_{j-1}, t_j]
         self.index = {s: {v: i for i, v in enumerate(vs)} for s, vs in pencil.sides.items()}
         self.side_of = {v: s for s, vs in pencil.sides.items() for v in vs}
+        self.size = {s: len(v) for s, v in pencil.sides.items()}
         occ = pencil.occurrences
         self.kind = np.array([{"one": 0, "psi": 1, "chi": 2}[o.weight] for o in occ])
         self.node = np.array([max(o.node, 0) for o in occ])
-        j = np.arange(self.K)
-        self.groups = []  # pairs of an occurrence with one of its transpose, by (inner side, outer side)
+        j = np.arange(K)
+        self.groups = []
         pairs = [(x, y) for x, a in enumerate(occ) for y, b in enumerate(occ) if a.gaussian == b.gaussian and a.transposed != b.transposed]
         for inner in pencil.sides:
             for outer in pencil.sides:
@@ -162,63 +177,87 @@ class TwoPointSystem:
                 factor = np.array([pencil.gaussians[occ[x].gaussian][2] * pencil.ratios[inner] for x in a])
                 mask = np.array([(j <= occ[x].node if occ[x].masked else True) & (j <= occ[y].node if occ[y].masked else True)
                                  for x, y in chosen], dtype=float)
-                inner_index = (np.array([self.index[inner][occ[x].col] for x in a]), np.array([self.index[inner][occ[y].row] for y in b]))
-                outer_index = (np.array([self.index[outer][occ[x].row] for x in a]), np.array([self.index[outer][occ[y].col] for y in b]))
-                self.groups.append((inner, outer, a, b, factor, mask, inner_index, outer_index))
+                P, si, so = len(chosen), self.size[inner], self.size[outer]
+                read = np.array([self.index[inner][occ[x].col] * si + self.index[inner][occ[y].row] for x, y in chosen])
+                write = np.array([self.index[outer][occ[x].row] * so + self.index[outer][occ[y].col] for x, y in chosen])
+                rows = np.arange(P)
+                if inner == "n":  # sum over the intervals, both masks, lengths as weights
+                    pj = np.nonzero(mask)
+                    gather = sparse.csr_matrix(((mask * lengths)[pj], (pj[0], pj[1] * si * si + read[pj[0]])), (P, K * si * si))
+                else:
+                    gather = sparse.csr_matrix((np.ones(P), (rows, read)), (P, si * si))
+                if outer == "n":  # onto every interval under both masks
+                    pj = np.nonzero(mask)
+                    scatter = sparse.csr_matrix((mask[pj], (pj[1] * so * so + write[pj[0]], pj[0])), (K * so * so, P))
+                else:
+                    scatter = sparse.csr_matrix((np.ones(P), (write, rows)), (so * so, P))
+                self.groups.append((inner, outer, a, b, factor, gather, scatter))
 
     def _weights(self, delta: np.ndarray) -> dict[str, np.ndarray]:
         phi = self.omega / (1 + delta)
         return {"phi": phi, "psi": self.mu1**2 * phi / self.t**2, "chi": self.sigma2 * phi / self.t**2}
 
-    def _lambda(self, side: str, w: complex) -> np.ndarray:
-        names = self.p.sides[side]
-        lam = -np.eye(len(names), dtype=complex)
+    def _lambda(self, side: str, w: np.ndarray) -> np.ndarray:
+        """Lambda of a side at the points w, shape (points, size, size) (the key side: per interval too)."""
+        lam = np.repeat(-np.eye(self.size[side], dtype=complex)[None], w.size, 0)
         if side == self.side_of[self.p.output]:
-            lam[self.index[side][self.p.output]] *= w
+            i = self.index[side][self.p.output]
+            lam[:, i, i] = -w
         for row, col, c in self.p.links:
             if self.side_of[row] == side:
-                lam[self.index[side][row], self.index[side][col]] += c
-        return lam
+                lam[:, self.index[side][row], self.index[side][col]] += c
+        return np.repeat(lam[:, None], self.K, 1) if side == "n" else lam
 
     def _eta(self, G: dict[str, np.ndarray], weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """eta(G) side by side; the key side 'n' (one block per interval) integrates its masks."""
-        eta = {s: np.zeros((self.K, len(v), len(v)) if s == "n" else (len(v), len(v)), dtype=complex)
-               for s, v in self.p.sides.items()}
-        coefficient = np.stack([np.ones(self.K), weights["psi"], weights["chi"]])[self.kind, self.node]
-        for inner, outer, a, b, factor, mask, (ia, ib), (oa, ob) in self.groups:
-            c = coefficient[a] * coefficient[b] * factor
-            if inner == "n":  # X^T ... X: the key intervals' sum, masks multiplied
-                values = c * np.einsum("pk,kp->p", mask * self.lengths, G["n"][:, ia, ib])
-            else:
-                values = c * G[inner][ia, ib]
-            if outer == "n":
-                size = eta["n"].shape[-1]
-                flat = eta["n"].reshape(self.K, size * size)
-                np.add.at(flat, (np.arange(self.K)[:, None], (oa * size + ob)[None, :]), (values[:, None] * mask).T)
-            else:
-                np.add.at(eta[outer], (oa, ob), values)
-        return eta
+        """eta(G) side by side at every point (docstring of the class)."""
+        points = G["n"].shape[0]
+        eta = {s: np.zeros((points, (self.K if s == "n" else 1) * self.size[s] ** 2), dtype=complex) for s in self.size}
+        coefficient = np.stack([np.ones_like(weights["psi"]), weights["psi"], weights["chi"]], axis=1)  # (points, 3, K)
+        for inner, outer, a, b, factor, gather, scatter in self.groups:
+            c = coefficient[:, self.kind[a], self.node[a]] * coefficient[:, self.kind[b], self.node[b]] * factor
+            values = (gather @ G[inner].reshape(points, -1).T).T * c
+            eta[outer] += (scatter @ values.T).T
+        return {s: e.reshape(G[s].shape) for s, e in eta.items()}
 
-    def stieltjes(self, w: complex, damping: float = 0.5, tol: float = 1e-11, steps: int = 5000) -> tuple[complex, int]:
-        """m(w) and the steps the damped fixed-point iteration took (ArithmeticError if it did not converge)."""
+    def stieltjes(self, w: Sequence[complex], damping: float = 0.5, tol: float = 1e-11, steps: int = 20000) -> tuple[np.ndarray, int]:
+        """m at the points w and the steps of the damped fixed-point iteration (ArithmeticError if some point
+        did not converge, or landed on Im m > 0). Points close to the real axis are reached from above: the
+        iteration runs at Im w = |w|, |w| / 10, ... down to their own Im w, each height started from the
+        solution of the one above (a cold start there may land on the conjugate solution)."""
+        w = np.asarray(w, dtype=complex)
         lam = {s: self._lambda(s, w) for s in self.p.sides}
-        G = {s: np.linalg.inv(lam[s]) if s != "n" else np.repeat(np.linalg.inv(lam[s])[None], self.K, 0) for s in lam}
-        delta = np.zeros(self.K, dtype=complex)
-        feature = self.p.feature
+        G = {s: np.linalg.inv(lam[s]) for s in lam}
+        delta = np.zeros((w.size, self.K), dtype=complex)
+        total = 0
+        for height in 10.0 ** -np.arange(0, 1 + int(np.ceil(np.log10(np.max(np.abs(w) / w.imag))))):
+            at = w.real + 1j * np.maximum(w.imag, height * np.abs(w))
+            G, delta, used = self._iterate(at, G, delta, damping, tol, steps)
+            total += used
+        out = self.side_of[self.p.output]
+        o = self.index[out][self.p.output]
+        m = -G[out][:, o, o]
+        if np.any(m.imag > 1e-9 * np.abs(m)):
+            raise ArithmeticError(f"the iteration left the physical solution (Im m > 0) at some of w = {w}")
+        return m, total
+
+    def _iterate(self, w: np.ndarray, G: dict[str, np.ndarray], delta: np.ndarray, damping: float, tol: float,
+                 steps: int) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
+        """The damped fixed-point iteration at w from (G, delta), to a step below ``tol``."""
+        lam = {s: self._lambda(s, w) for s in self.p.sides}
+        feature, idx = self.p.feature, self.index[self.p.feature]
+        reads = (np.array([idx[bk] for bk, _ in self.p.delta]), np.array([idx[b] for _, b in self.p.delta]))
         for step in range(steps):
             weights = self._weights(delta)
             eta = self._eta(G, weights)
             new = {s: np.linalg.inv(lam[s] - eta[s]) for s in lam}
-            idx = self.index[feature]
-            taus = np.array([new[feature][idx[bk], idx[b]] for bk, b in self.p.delta])
-            new_delta = self.p.ratios[feature] * taus / weights["phi"]
-            change = max(max(np.max(np.abs(new[s] - G[s])) for s in G), np.max(np.abs(new_delta - delta) / (1 + np.abs(new_delta))))
+            new_delta = self.p.ratios[feature] * new[feature][:, reads[0], reads[1]] / weights["phi"]
+            change = max(max(float(np.max(np.abs(new[s] - G[s]))) for s in G),
+                         float(np.max(np.abs(new_delta - delta) / (1 + np.abs(new_delta)))))
             G = {s: damping * new[s] + (1 - damping) * G[s] for s in G}
             delta = damping * new_delta + (1 - damping) * delta
             if change < tol:
-                out = self.side_of[self.p.output]
-                return complex(-G[out][self.index[out][self.p.output], self.index[out][self.p.output]]), step
-        raise ArithmeticError(f"the fixed-point iteration did not converge at w = {w} in {steps} steps")
+                return G, delta, step + 1
+        raise ArithmeticError(f"the fixed-point iteration did not converge at some of w = {w} in {steps} steps")
 
 
 def weightless_by_hand(w: complex, nodes: np.ndarray, weights: np.ndarray, mu1: float, sigma2: float, gamma: float) -> complex:
@@ -287,27 +326,81 @@ def draw(n: int, seed: np.random.SeedSequence, mu1: float, sigma2: float) -> dic
     return out
 
 
+def distribution(system: TwoPointSystem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """F and the density on an increasing grid of positive points, as docs/solving.md §3.11: the mass up to
+    x[0] from one contour integral (a half circle through x[0], Gauss-Legendre in log theta, 8 nodes per
+    decade, m constant below the last node), then the density (m at x + 1e-4 x i) integrated in log x."""
+    a = max(1.0, float(x[0]))
+    centre, radius = (x[0] - a) / 2, (x[0] + a) / 2
+    low = np.log(1e-6 * x[0] / radius)
+    edges = np.linspace(low, np.log(np.pi), int(np.ceil((np.log(np.pi) - low) / np.log(10))) + 1)
+    nodes, weights = legendre.leggauss(8)
+    half = np.diff(edges)[:, None] / 2
+    theta = np.exp((edges[:-1, None] + half * (nodes + 1)).ravel())
+    ds = (half * weights).ravel()
+    on_arc = centre + radius * np.exp(1j * theta)
+    m = system.stieltjes(np.r_[on_arc, x + 1e-4j * x], tol=1e-9)[0]
+    dw = 1j * radius * np.exp(1j * theta) * theta * ds
+    dw[0] += 1j * radius * np.exp(low)
+    start = float(np.sum(m[: theta.size] * dw).imag / np.pi)
+    rho = -m[theta.size:].imag / np.pi
+    steps = np.diff(np.log(x))
+    f = x * rho
+    return start + np.r_[0.0, np.cumsum(steps * (f[1:] + f[:-1]) / 2)], rho
+
+
+def compare_distribution(levels: Sequence[tuple[int, int]], n: int, draws: int, seed: int, mu1: float, sigma2: float) -> None:
+    """Quantiles and KS of the single head's law (per level) against the pooled spectra of (b), and the
+    floor: KS between the first draw and the others."""
+    x = np.geomspace(1e-4, 1e4, 65)
+    spectra = [draw(n, s, mu1, sigma2)["b"] for s in np.random.SeedSequence(seed).spawn(draws)]
+    pooled = np.sort(np.concatenate(spectra))
+    inside = pooled[(pooled >= x[0]) & (pooled <= x[-1])]
+    empirical = np.searchsorted(pooled, inside, side="right") / pooled.size
+    first, rest = np.sort(spectra[0]), np.sort(np.concatenate(spectra[1:]))
+    floor = np.max(np.abs(np.searchsorted(first, pooled, side="right") / first.size
+                          - np.searchsorted(rest, pooled, side="right") / rest.size))
+    print(f"n = {n}, {draws} draws of (b): quantiles 0.1, 0.5, 0.9, 0.99 "
+          + ", ".join(f"{np.quantile(pooled, q):.4g}" for q in (0.1, 0.5, 0.9, 0.99))
+          + f"; F(1e-4) {np.mean(pooled < x[0]):.4f}; KS(one draw, the others) {floor:.4f}")
+    unit = {"n": 1.0, "d": 1.0, "dk": 1.0, "dv": 1.0, "dout": 1.0}
+    for order, octaves in levels:
+        nodes, weights = graded_rule(order, octaves)
+        start = time.perf_counter()
+        F, _ = distribution(TwoPointSystem(single_head_pencil(nodes.size, unit), nodes, weights, mu1, sigma2), x)
+        theory = np.interp(np.log(inside), np.log(x), F)
+        ks = max(float(np.max(np.abs(theory - empirical))), abs(F[0] - float(np.mean(pooled < x[0]))))
+        quantiles = np.interp([0.1, 0.5, 0.9, 0.99], np.maximum.accumulate(F), x)
+        print(f"  law at {nodes.size} nodes ({time.perf_counter() - start:.0f} s): quantiles "
+              + ", ".join(f"{q:.4g}" for q in quantiles) + f"; F(1e-4) {F[0]:.4f}; F(1e4) {F[-1]:.4f}; KS {ks:.4f}", flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="*", default=[1000, 2000], help="token counts (= every width) of the draws")
     parser.add_argument("--draws", type=int, default=2, help="draws per n")
     parser.add_argument("--seed", type=int, default=7, help="root of numpy's SeedSequence")
     parser.add_argument("--beta", type=float, default=1.0, help="inverse temperature of the softmax score")
+    parser.add_argument("--cdf", type=int, nargs=2, action="append", metavar=("ORDER", "OCTAVES"), default=None,
+                        help="instead: the distribution function at these levels against (b) at the last --n")
     args = parser.parse_args(argv)
     mu1, sigma2 = args.beta, math.exp(args.beta**2) - 1 - args.beta**2
+    if args.cdf:
+        compare_distribution([tuple(level) for level in args.cdf], args.n[-1], args.draws, args.seed, mu1, sigma2)
+        return
     print(f"mu_1 = {mu1}, sigma^2 = {sigma2:.6f}; m(w) at w = {', '.join(f'{w:g}' for w in POINTS)}")
     for order, octaves in LEVELS:
         nodes, weights = graded_rule(order, octaves)
         K = nodes.size
         start = time.perf_counter()
         generic = TwoPointSystem(weightless_pencil(K, 1.0), nodes, weights, mu1, sigma2)
-        mw = [generic.stieltjes(w)[0] for w in POINTS]
+        mw = generic.stieltjes(POINTS)[0]
         hand = [weightless_by_hand(w, nodes, weights, mu1, sigma2, 1.0) for w in POINTS]
         sh = TwoPointSystem(single_head_pencil(K, {"n": 1.0, "d": 1.0, "dk": 1.0, "dv": 1.0, "dout": 1.0}), nodes, weights, mu1, sigma2)
-        ms = [sh.stieltjes(w)[0] for w in POINTS]
+        ms = sh.stieltjes(POINTS)[0]
         noise = TwoPointSystem(single_head_pencil(K, {"n": 1.0, "d": 1.0, "dk": 1.0, "dv": 1.0, "dout": 1.0}), nodes, weights,
                                0.0, mu1**2 + sigma2)
-        mn = [noise.stieltjes(w)[0] for w in POINTS]
+        mn = noise.stieltjes(POINTS)[0]
         print(f"K = {K} nodes ({time.perf_counter() - start:.1f} s): generic - by hand {max(abs(a - b) for a, b in zip(mw, hand)):.1e}")
         print("  weightless  " + "  ".join(f"{m:.5f}" for m in mw))
         print("  single head " + "  ".join(f"{m:.5f}" for m in ms))
