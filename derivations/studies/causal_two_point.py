@@ -39,7 +39,7 @@ may land on the conjugate solution. Checked against:
 - the contrast: the same equation with the masked scores replaced by independent noise of the same
   variance (mu_1 = 0, sigma^2 -> mu_1^2 + sigma^2), which Monte Carlo tells apart from (b).
 
-numpy and scipy.sparse; seeds from numpy's SeedSequence. For example
+numpy and scipy.sparse, and the engine's quadrature rule; seeds from numpy's SeedSequence. For example
 
     OMP_NUM_THREADS=2 python derivations/studies/causal_two_point.py --n 1000 2000 --draws 2
 
@@ -62,6 +62,8 @@ import numpy as np
 from numpy.polynomial import legendre
 from scipy import sparse
 
+from gemhsa_sym.free.profiles import Quadrature
+
 #: Points of the upper half plane where m(w) is compared.
 POINTS: tuple[complex, ...] = (0.2 + 0.5j, 1 + 1j, 5 + 2j, 20 + 5j)
 #: (Gauss-Legendre order per panel, octaves of halving panels towards t = 0) of the node levels.
@@ -69,12 +71,10 @@ LEVELS: tuple[tuple[int, int], ...] = ((4, 4), (4, 8), (6, 12))
 
 
 def graded_rule(order: int, octaves: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights on [0, 1]: Gauss-Legendre of ``order`` on the panels [2^-(j+1), 2^-j], j < octaves,
-    and [0, 2^-octaves] (the geometric grading of docs/equations.md §2.9)."""
-    edges = np.r_[0.0, 2.0 ** -np.arange(octaves, -1, -1.0)]
-    x, wx = legendre.leggauss(order)
-    half = np.diff(edges) / 2
-    return (edges[:-1, None] + half[:, None] * (x + 1)).ravel(), (half[:, None] * wx).ravel()
+    """Nodes and weights on [0, 1]: the engine's graded Gauss-Legendre rule (docs/equations.md §2.9), ``order``
+    nodes on each panel [2^-(j+1), 2^-j], j < octaves, and on [0, 2^-octaves]."""
+    rule = Quadrature.graded(1, octaves, order)
+    return rule.nodes, rule.weights
 
 
 @dataclass(frozen=True)
