@@ -28,12 +28,11 @@ def test_mask_is_a_validated_field_that_round_trips() -> None:
         Config(mask="causal", target="attention")
 
 
-def test_softmax_causal_layer_has_no_polynomial_and_no_law_yet() -> None:
-    causal = Config(mask="causal")
+def test_causal_layer_has_no_polynomial_and_shared_keys_have_no_law() -> None:
     with pytest.raises(NotImplementedError, match="^mask: the Gaussian equivalent of a causal layer"):
-        gaussian_equivalent(causal)
-    with pytest.raises(NotImplementedError, match="^score: the softmax score has mu_1 = 1.000"):
-        causal_model(causal)
+        gaussian_equivalent(Config(mask="causal"))
+    with pytest.raises(NotImplementedError, match="^share_k: the two-point equation"):
+        causal_model(Config(mask="causal", heads=2, share_k="all"))
 
 
 def test_square_score_law_is_the_profiled_noise() -> None:
@@ -63,32 +62,33 @@ def test_square_score_law_against_monte_carlo(model: str, law: ProfiledValues) -
     assert np.max(np.abs(np.array([np.mean(1 / (w - bidirectional)) for w in POINTS]) - law.m)) > 0.05
 
 
-def test_derive_refuses_the_softmax_causal_layer_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["derive", "single-head", "--set", "mask=causal"]) == 2
+def test_derive_refuses_a_causal_layer_without_a_law_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["derive", "mqa", "--set", "mask=causal"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("gemhsa-sym: error: score: the softmax score has mu_1") and "\n" not in err
+    assert err.startswith("gemhsa-sym: error: share_k: the two-point equation") and "\n" not in err
     assert main(["derive", "single-head", "--set", "mask=causal", "--set", "score=square", "--latex", "out.tex"]) == 2
     assert main(["verify", "single-head", "--set", "mask=causal", "--set", "score=square", "--cache", ".", "--n", "200"]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
     assert errors[1].startswith("gemhsa-sym: error: cache: a causal layer's law is not cached")
 
 
-def test_verify_of_the_softmax_causal_layer_compares_the_samples_alone(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
-    """No law: KS(softmax, GE) and the floor against n with their fitted exponents, and the reason, in the report."""
+def test_verify_of_a_causal_layer_without_a_law_compares_the_samples_alone(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No law (shared keys and values): KS(softmax, GE) and the floor against n with their fitted exponents, and the
+    reason, in the report."""
     import json
 
-    assert main(["verify", "single-head", "--set", "mask=causal", "--n", "100,200", "--draws", "1", "--json", "--quiet"]) == 0
+    assert main(["verify", "mqa", "--set", "mask=causal", "--n", "100,200", "--draws", "1", "--json", "--quiet"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["theory"] is None and report["no_theory"].startswith("score: the softmax score has mu_1")
+    assert report["theory"] is None and report["no_theory"].startswith("share_k: the two-point equation")
     assert [p["ks_theory_softmax"] for p in report["points"]] == [None, None]
     assert set(report["exponents"]) == {"ks_softmax_ge", "floor"}
     assert all(0 < p["ks_softmax_ge"] < 0.2 and 0 < p["floor"] < 0.2 for p in report["points"])
-    assert main(["verify", "single-head", "--set", "mask=causal", "--n", "100,200", "--draws", "1", "--quiet"]) == 0
+    assert main(["verify", "mqa", "--set", "mask=causal", "--n", "100,200", "--draws", "1", "--quiet"]) == 0
     text = capsys.readouterr().out
-    assert "theory   none: score: the softmax score has mu_1" in text and "fitted   ks_softmax_ge ~ n^" in text
+    assert "theory   none: share_k: the two-point equation" in text and "fitted   ks_softmax_ge ~ n^" in text
     pytest.importorskip("matplotlib")
     figure = tmp_path / "causal.png"
-    assert main(["verify", "single-head", "--set", "mask=causal", "--n", "100", "--draws", "1", "--quiet", "--plot",
+    assert main(["verify", "mqa", "--set", "mask=causal", "--n", "100", "--draws", "1", "--quiet", "--plot",
                  str(figure)]) == 0
     assert figure.stat().st_size > 10_000
 

@@ -165,8 +165,8 @@ def test_claims_attention_section(theory) -> None:
 
 
 def test_claims_causal_section_verdicts_are_computed(theory) -> None:
-    """The causal section's verdicts follow its figures: a gap fitted as n^-0.5 shrinks, a flat one does not; the
-    square score's KS(theory, GE) is compared with the floor + 0.002."""
+    """The causal section's verdicts follow its figures: a gap fitted as n^-0.5 shrinks, a flat one does not; each
+    law's KS(theory, GE) is compared with the floor + 0.002 (a layer without a law shows none)."""
     from gemhsa_sym.verification.causal import CausalPoint, CausalTheory, CausalVerification
     from gemhsa_sym.verification.claims import CAUSAL
 
@@ -177,11 +177,14 @@ def test_claims_causal_section_verdicts_are_computed(theory) -> None:
     law = CausalTheory([None, 0.15, 18.7, 218.0], (1e-4, 0.18), 1.03, 1e-4)
     rows = {"single-head": [compare(theory, {k: mp_law().sample(40, seed=s, draws=2) for s, k in enumerate(("softmax", "ge", "floor"))}, 40)]}
     for gaps, verdict in (([0.02, 0.01], "**shrinks**, fitted as n^-0.50"), ([0.01, 0.0099], "**does not shrink**")):
-        causal = {"softmax": CausalVerification(CAUSAL["softmax"], 2, 0, None, points(gaps, None), "no law"),
-                  "square": CausalVerification(CAUSAL["square"], 2, 0, law, points(gaps, 0.0035))}
+        causal = {"softmax": CausalVerification(CAUSAL["softmax"], 2, 0, law, points(gaps, 0.0095)),
+                  "square": CausalVerification(CAUSAL["square"], 2, 0, law, points(gaps, 0.0035)),
+                  "shared": CausalVerification(CAUSAL["softmax"], 2, 0, None, points(gaps, None), "no law")}
         text = render_markdown(ClaimsResult([40], 2, 0, {"single-head": theory}, rows, {}, causal), "gemhsa-sym claims")
         assert "## Causal attention (a decoder layer)" in text and verdict in text
-        assert "| softmax | 500 | no law | no law |" in text and "**within** the floor + 0.002" in text
+        assert "| shared | 500 | no law | no law |" in text and "Verdict (shared law)" not in text
+        assert "Verdict (square law): KS(theory, GE) at n = 2000 is 0.0035 against the floor 0.0020: **within**" in text
+        assert "Verdict (softmax law): KS(theory, GE) at n = 2000 is 0.0095 against the floor 0.0020: **beyond**" in text
 
 
 @pytest.mark.slow

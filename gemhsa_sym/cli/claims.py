@@ -31,8 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "floor) and write a Markdown report: Gaussian equivalence per preset (KS against n beside the floor), "
             "K/V sharing, Q sharing, K-V dependence, key-dependent W_O and head allocation, each with a computed "
             "verdict; the attention matrix against the iid edge; and, with every preset, causal attention (the causal "
-            "softmax layer against its conjectured Gaussian equivalent by its samples, the square score against its "
-            "law). heads-infinite is drawn at 40 heads, so every n must be divisible by 40 and by 8. Slow: one law "
+            "softmax layer against its conjectured Gaussian equivalent, and the laws of the softmax and square scores "
+            "against their samples; the softmax law takes minutes). heads-infinite is drawn at 40 heads, so every n must be divisible by 40 and by 8. Slow: one law "
             "per preset."
         ),
     )

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_causal(args: argparse.Namespace, config: Config) -> int:
-    """A causal configuration's law (docs/extensions.md §8.6): its profiled model, quantiles, tail exponent."""
+    """A causal configuration's law (docs/extensions.md §8.6): its model, quantiles, tail exponent."""
     start = time.perf_counter()
     report = causal_report(config, args.grid)
     report["timing"] = {"total_s": time.perf_counter() - start}
@@ -112,8 +112,9 @@ def _run_causal(args: argparse.Namespace, config: Config) -> int:
         print(json.dumps(report, indent=2))
         return 0
     print(f"configuration: {config.name or args.config}: {config.summary()}")
-    print(f"coefficients: c_0 = {report['coefficients']['c0']}, mu_1 = 0, sigma^2 = {report['coefficients']['sigma2']}")
-    print(f"model: Y = {report['model']}, {report['profile']}")
+    coefficients = report["coefficients"]
+    print(f"coefficients: c_0 = {coefficients['c0']}, mu_1 = {coefficients['mu1']}, sigma^2 = {coefficients['sigma2']}")
+    print(f"model: {report['model']}; {report['profile']}")
     print(f"left out: {report['left_out']}")
     print(f"equation: {report['equation']}")
     print(f"solved on {report['nodes']} positions (level {report['level']}), achieved error {report['error']:.1e}")

@@ -2,8 +2,9 @@
 
 :class:`ProfiledModel` holds the polynomial, the ratios, the positional dimension group and the
 profiles; :meth:`ProfiledModel.system` discretises its Dyson equation (:mod:`.profiles`) at a level
-of :data:`LEVELS`, each with about twice the nodes of the one before. :func:`level_values` yields
-m(w) level after level; the driver :func:`stieltjes` stops at the first level whose m differs from
+of :data:`LEVELS`, each with about twice the nodes of the one before. :meth:`ProfiledModel.levels`
+yields m(w) level after level (as does any :class:`LeveledModel`, such as the masked scores of
+:mod:`.two_point`); the driver :func:`stieltjes` stops at the first level whose m differs from
 the previous level's by at most ``tol`` (1 + |m|) at every point, and reports that difference as the
 achieved error beside every value; a request that the last level cannot meet is refused with the
 error it reached. Densities are -Im m(x + i0) / pi; the distribution function comes from one contour
@@ -16,7 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from sympy.matrices.expressions import MatrixExpr
@@ -28,7 +29,7 @@ from .numeric import NumericSystem
 from .pencil import Pencil, linearise
 from .profiles import Profile, Quadrature, profiled_system
 
-__all__ = ["LEVELS", "ProfileError", "ProfiledModel", "ProfiledValues", "Distribution", "level_values", "stieltjes",
+__all__ = ["LEVELS", "ProfileError", "LeveledModel", "ProfiledModel", "ProfiledValues", "Distribution", "stieltjes",
            "density", "distribution"]
 
 #: (Gauss-Legendre order per panel, octaves of geometric grading towards t = 0) of each level.
@@ -94,6 +95,16 @@ class ProfiledModel:
                                                    self.quadrature(level))
         return self._systems[level]
 
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(level, nodes, m(w)) for every level in turn; BranchError where a point fails verification."""
+        for level in range(len(LEVELS)):
+            system = self.system(level)
+            branch = follow_branch(system, w, max(start_height(system), 10 * float(np.max(np.abs(w)))), floor)
+            if not np.all(branch.ok):
+                bad = w[~branch.ok]
+                raise BranchError(f"m(w) failed verification at {bad.size} point(s), e.g. w = {bad[0]:.6g}, level {level}")
+            yield level, self.quadrature(level).size, branch.m
+
 
 @dataclass(frozen=True)
 class ProfiledValues:
@@ -122,24 +133,22 @@ def start_height(system: NumericSystem) -> float:
     raise BranchError(f"the fixed-point iteration did not converge up to Im w = {START_HEIGHTS[-1]:g}")
 
 
-def level_values(model: ProfiledModel, w: np.ndarray, floor: float | np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
-    """(level, nodes, m(w)) for every level in turn; BranchError where a point fails verification."""
-    for level in range(len(LEVELS)):
-        system = model.system(level)
-        branch = follow_branch(system, w, max(start_height(system), 10 * float(np.max(np.abs(w)))), floor)
-        if not np.all(branch.ok):
-            bad = w[~branch.ok]
-            raise BranchError(f"m(w) failed verification at {bad.size} point(s), e.g. w = {bad[0]:.6g}, level {level}")
-        yield level, model.quadrature(level).size, branch.m
+class LeveledModel(Protocol):
+    """A law computed on ever finer discretisations: :class:`ProfiledModel`, and the masked scores of
+    :class:`~.two_point.MaskedScoresModel`."""
+
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(level, nodes, m(w)) for every level in turn (``floor``: the height of the drivers' last step)."""
+        ...
 
 
-def stieltjes(model: ProfiledModel, w: Any, tol: float = 1e-6, floor: float | np.ndarray = 1e-4) -> ProfiledValues:
+def stieltjes(model: LeveledModel, w: Any, tol: float = 1e-6, floor: float | np.ndarray = 1e-4) -> ProfiledValues:
     """m(w) on the upper half plane to ``tol`` (1 + |m|) in the level-to-level change (module docstring)."""
     w = np.atleast_1d(np.asarray(w, dtype=complex))
     if not tol > 0:
         raise ValueError(f"tol: must be positive, got {tol}")
     previous, error, nodes = None, np.full(w.shape, np.inf), 0
-    levels = level_values(model, w, floor)
+    levels = model.levels(w, floor)
     while True:
         try:
             level, nodes, m = next(levels)
@@ -159,13 +168,13 @@ def stieltjes(model: ProfiledModel, w: Any, tol: float = 1e-6, floor: float | np
     raise ProfileError(f"tol: the last level ({nodes} nodes) changed m(w) by {worst:.2e} (1 + |m|), above {tol:g}")
 
 
-def density(model: ProfiledModel, x: Any, tol: float = 1e-6) -> ProfiledValues:
+def density(model: LeveledModel, x: Any, tol: float = 1e-6) -> ProfiledValues:
     """m(x + i0) at real points (``m.imag`` = -pi times the density), to ``tol`` as :func:`stieltjes`."""
     x = np.atleast_1d(np.asarray(x, dtype=float))
     return stieltjes(model, x + 0j, tol, floor=1e-6 * (1 + np.abs(x)))
 
 
-def mass_below(model: ProfiledModel, x: float, tol: float = 1e-6) -> tuple[float, float]:
+def mass_below(model: LeveledModel, x: float, tol: float = 1e-6) -> tuple[float, float]:
     """The mass of [0, x] (atoms included) and its achieved error: F(x) = -(1/pi) Im int m(w) dw along the
     half circle in the upper half plane from -a to x (a = max(1, x)), where m is analytic but at x. The
     angle from x is integrated in log theta (Gauss-Legendre, :data:`ARC_NODES` per decade) down to
@@ -221,7 +230,7 @@ class Distribution:
         return float(-np.polyfit(np.log(self.x[-k:]), np.log(self.density[-k:]), 1)[0] - 1)
 
 
-def distribution(model: ProfiledModel, x: Any, tol: float = 1e-6) -> Distribution:
+def distribution(model: LeveledModel, x: Any, tol: float = 1e-6) -> Distribution:
     """F on an increasing grid of positive points: the mass up to x[0] by :func:`mass_below`, then the
     density integrated in log x by the trapezoidal rule on the grid (its error is the grid's to resolve)."""
     x = np.asarray(x, dtype=float)

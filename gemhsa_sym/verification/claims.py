@@ -14,10 +14,11 @@ are computed, never written in:
   symbolically equal; "law changed" otherwise. Monte Carlo: KS between the two
   configurations' softmax samples beside the floor.
 - Head allocation: "narrows" when mu_2 and the top edge decrease strictly with H.
-- Causal attention (docs/extensions.md §8.6): for the causal softmax layer, which has no law yet,
-  KS(softmax, GE) against n and its fitted exponent, "shrinks" when the exponent is at most
-  STALLED_EXPONENT and the gap falls from the smallest to the largest n; for the square score,
-  whose causal law exists, KS(theory, GE) within the floor + 0.002 at the largest n.
+- Causal attention (docs/extensions.md §8.6): for the causal softmax layer, KS(softmax, GE) against
+  n and its fitted exponent, "shrinks" when the exponent is at most STALLED_EXPONENT and the gap
+  falls from the smallest to the largest n; for every causal layer of the section (softmax by the
+  two-point equation, the square score by its variance profile), KS(theory, GE) within the floor +
+  0.002 at the largest n or beyond it.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ ATTENTION_BETAS: tuple[str, ...] = ("1/4", "1/2", "3/4", "1", "5/4", "3/2")
 #: Relative agreement of the Stieltjes transforms for "law preserved".
 PROBE_TOL = 1e-10
 #: The causal layers of the causal section (one head, unit ratios, beta = 1): softmax, compared by its samples
-#: alone, and the square score (mu_1 = 0), whose causal law the engine has.
+#: and by its law (the two-point equation of its masked scores), and the square score (mu_1 = 0), whose law is its
+#: noise's variance profile.
 CAUSAL: dict[str, Config] = {"softmax": Config(mask="causal"), "square": Config(mask="causal", score="square")}
 #: A fitted exponent of n above this: the gap has stopped shrinking (slower than n^{-1/4}).
 STALLED_EXPONENT = -0.25
@@ -178,15 +180,15 @@ def _attention_section(result: ClaimsResult) -> list[str]:
 
 
 def _causal_section(result: ClaimsResult) -> list[str]:
-    """Causal attention: the softmax layer against its conjectured Gaussian equivalent (samples alone), and the
-    square score's law against its samples (docs/extensions.md §8.6)."""
+    """Causal attention: the softmax layer against its conjectured Gaussian equivalent, and each layer's law
+    against its samples (docs/extensions.md §8.6)."""
     if not result.causal:
         return []
     lines = ["", "## Causal attention (a decoder layer)", "",
              "One head, unit ratios, beta = 1; query i sees the keys j <= i. GE = the conjectured Gaussian equivalent",
-             "(c_0 + mu_1 S0_ij + sigma Z_ij) / i on j <= i. The causal law exists in the engine for mu_1 = 0 (the square",
-             "score); for softmax (mu_1 = 1) there is none, and the samples alone answer whether the layer approaches",
-             "its Gaussian equivalent. The law has no moments: medians and 99 % quantiles instead.", "",
+             "(c_0 + mu_1 S0_ij + sigma Z_ij) / i on j <= i. The theory leaves out the uniform part c_0 / i: for softmax",
+             "(mu_1 = 1) it is the two-point Dyson equation of the masked scores, for the square score (mu_1 = 0) the",
+             "variance profile of the noise. The law has no moments: medians and 99 % quantiles instead.", "",
              "| score | n | KS(theory, softmax) | KS(theory, GE) | KS(softmax, GE) | floor | median softmax / GE | "
              "99 % quantile softmax / GE |", "|---|---|---|---|---|---|---|---|"]
 
@@ -207,12 +209,12 @@ def _causal_section(result: ClaimsResult) -> list[str]:
         lines.append(f"Verdict (softmax): KS(softmax, GE) **{'shrinks' if shrinks else 'does not shrink'}**, fitted as "
                      f"n^{a:.2f} over n = {first.n} .. {last.n}; at n = {last.n} it is {last.ks_softmax_ge / last.floor:.1f} "
                      "times the floor.")
-    square = result.causal.get("square")
-    if square is not None and square.points[-1].ks_theory_ge is not None:
-        last = square.points[-1]
-        within = last.ks_theory_ge <= last.floor + FLOOR_MARGIN
-        lines.append(f"Verdict (square score): KS(theory, GE) at n = {last.n} is {last.ks_theory_ge:.4f} against the floor "
-                     f"{last.floor:.4f}: **{'within' if within else 'beyond'}** the floor + {FLOOR_MARGIN:g}.")
+    for score, v in result.causal.items():
+        last = v.points[-1]
+        if last.ks_theory_ge is not None:
+            within = last.ks_theory_ge <= last.floor + FLOOR_MARGIN
+            lines.append(f"Verdict ({score} law): KS(theory, GE) at n = {last.n} is {last.ks_theory_ge:.4f} against the "
+                         f"floor {last.floor:.4f}: **{'within' if within else 'beyond'}** the floor + {FLOOR_MARGIN:g}.")
     return lines
 
 

@@ -1,0 +1,71 @@
+"""Time the two-point equation of a causal layer's masked scores (docs/solving.md §3.13) against a
+baseline from the same run.
+
+Task: m(w) of the single causal softmax head (beta = 1, unit ratios) at the first level's nodes, at
+``--points`` points of a log grid from 1e-4 to 1e4 at Im w = 1e-4 x (the points a distribution
+function needs), by :func:`~gemhsa_sym.free.two_point.solve` (Anderson-mixed iterates, a shrinking
+batch). Baseline: the same descent from above with plain damped steps (half steps, the whole batch
+until every point has converged), through the same :meth:`TwoPointSystem.step`. Printed: seconds,
+point-steps, the ratio of the times and the largest relative difference of m.
+
+    python benchmarks/bench_two_point.py [--points 17] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from gemhsa_sym.causal import causal_model
+from gemhsa_sym.config import Config
+from gemhsa_sym.free.two_point import DESCENT, TwoPointState, TwoPointSystem, solve
+
+
+def plain(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9) -> tuple[np.ndarray, int]:
+    """The baseline: damped half steps at every height of the descent, the whole batch at once."""
+    depth = int(np.ceil(np.log(np.max(np.abs(w) / w.imag)) / np.log(DESCENT)))
+    state, total = system.start(w), 0
+    for height in float(DESCENT) ** -np.arange(0, depth + 1):
+        lam = system.lambdas(w.real + 1j * np.maximum(w.imag, height * np.abs(w)))
+        while True:
+            new, m = system.step(lam, state)
+            total += w.size
+            change = np.max(np.abs(np.c_[new.read - state.read, new.delta - state.delta])
+                            / (1 + np.abs(np.c_[state.read, state.delta])), axis=1)
+            state = TwoPointState((new.read + state.read) / 2, (new.delta + state.delta) / 2)
+            if np.all(change < tol):
+                break
+    return m, total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=17, help="points of the log grid (default 17)")
+    parser.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    args = parser.parse_args()
+    system = causal_model(Config(mask="causal")).system(0)
+    x = np.geomspace(1e-4, 1e4, args.points)
+    w = x + 1e-4j * x
+    start = time.perf_counter()
+    fast, fast_steps = solve(system, w)
+    fast_s = time.perf_counter() - start
+    start = time.perf_counter()
+    slow, slow_steps = plain(system, w)
+    slow_s = time.perf_counter() - start
+    figures = {"nodes": system.t.size, "points": args.points, "solve_s": fast_s, "solve_point_steps": fast_steps,
+               "plain_s": slow_s, "plain_point_steps": slow_steps, "ratio": fast_s / slow_s,
+               "max_rel_diff": float(np.max(np.abs(fast - slow) / np.abs(slow)))}
+    if args.json:
+        print(json.dumps(figures))
+        return
+    print(f"two-point equation, {figures['nodes']} nodes, {args.points} points at Im w = 1e-4 x")
+    print(f"solve (Anderson, shrinking batch): {fast_s:.2f} s, {fast_steps} point-steps")
+    print(f"plain damped steps (baseline):     {slow_s:.2f} s, {slow_steps} point-steps")
+    print(f"ratio {figures['ratio']:.3f}; largest relative difference of m {figures['max_rel_diff']:.1e}")
+
+
+if __name__ == "__main__":
+    main()

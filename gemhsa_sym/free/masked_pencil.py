@@ -1,0 +1,145 @@
+"""The linear pencil of a causal layer's covariance operator, with masked token occurrences
+(docs/extensions.md §8.6, docs/equations.md §2.11).
+
+Given the tokens and the weights, row t (t = i / n) of the causal Gaussian equivalent without c_0 is
+a Gaussian vector (the queries fresh, which leaves the law unchanged) of covariance C_t / n with
+
+    C_t = t^-2 [ mu_1^2 / r_k  A_t^T A_t + sigma^2 sum_h V^hT B_t V^h ],
+    A_t = sum_h W_Q^h W_K^hT B_t V^h,  B_t = X^T P_t X,  V^h = W_V^h W_O^h,
+
+X the tokens (n x d, entries N(0, 1/n)), P_t keeping the keys u <= t, r_k = d_k / n. At the nodes
+t_k of a rule, H = sum_k phi_k C_k is a polynomial in Gaussian matrices in which the tokens occur
+masked (X^T P_k at node k). :class:`MaskedPencil` is its linear pencil written as occurrences: the
+equations L x = e, L = Lambda(w) + sum of occurrences, with Lambda = -1 on the diagonal (-w at the
+output r) and the deterministic links of :attr:`MaskedPencil.links`; the Schur complement on r is
+H - w. Occurrences carry a weight (1, psi_k = mu_1^2 phi_k / (r_k t_k^2) or chi_k = sigma^2 phi_k /
+t_k^2) and, for X^T, the mask of their node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["WEIGHTS", "Occurrence", "MaskedPencil", "heads_pencil", "weightless_pencil"]
+
+#: The weights an occurrence may carry: 1, psi_k (the masked scores) and chi_k (the noise), of its node.
+WEIGHTS: tuple[str, ...] = ("one", "psi", "chi")
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """A Gaussian (or its transpose) in equation ``row`` acting on variable ``col``, times ``weight`` of node
+    ``node``; ``masked`` multiplies by P_node on the key side."""
+
+    gaussian: str
+    transposed: bool
+    row: str
+    col: str
+    weight: str = "one"
+    node: int = -1
+    masked: bool = False
+
+    def __post_init__(self) -> None:
+        if self.weight not in WEIGHTS:
+            raise ValueError(f"weight: unknown weight {self.weight!r}; choose one of {', '.join(WEIGHTS)}")
+        if (self.weight != "one" or self.masked) and self.node < 0:
+            raise ValueError(f"node: the occurrence of {self.gaussian} in row {self.row} is weighted or masked, so it needs a node")
+
+
+@dataclass(frozen=True)
+class MaskedPencil:
+    """Variables by side (``"n"`` is the key side, where the masks act), the Gaussians (rows side, columns
+    side, variance scale s: entries N(0, s / N)), the occurrences, the side ratios (size / n), the
+    output variable r, the pairs (b, b') whose tau sum to phi_k tau(C_k R) n / N_feature at node k
+    (:attr:`delta`, one tuple per node), the side of those pairs, and the links (row, column, value) of
+    Lambda off its diagonal."""
+
+    sides: tuple[tuple[str, tuple[str, ...]], ...]
+    gaussians: tuple[tuple[str, tuple[str, str, float]], ...]
+    occurrences: tuple[Occurrence, ...]
+    ratios: tuple[tuple[str, float], ...]
+    output: str
+    delta: tuple[tuple[tuple[str, str], ...], ...]
+    feature: str
+    links: tuple[tuple[str, str, float], ...]
+
+    def __post_init__(self) -> None:
+        names = [v for _, vs in self.sides for v in vs]
+        if len(names) != len(set(names)):
+            raise ValueError("sides: a variable appears on two sides or twice")
+        known, sides = set(names), {s for s, _ in self.sides}
+        if "n" not in sides:
+            raise ValueError("sides: the key side 'n' is missing")
+        gaussians = dict(self.gaussians)
+        for o in self.occurrences:
+            if o.gaussian not in gaussians or {o.row, o.col} - known:
+                raise ValueError(f"occurrences: {o.gaussian} in row {o.row}, column {o.col} names an unknown matrix or variable")
+            rows, cols, _ = gaussians[o.gaussian]
+            want = (cols, rows) if o.transposed else (rows, cols)
+            if (self.side_of(o.row), self.side_of(o.col)) != want:
+                raise ValueError(f"occurrences: {o.gaussian} in row {o.row}, column {o.col} does not fit its sides")
+            if o.masked and self.side_of(o.col) != "n":
+                raise ValueError(f"occurrences: {o.gaussian} in row {o.row} is masked but does not read the key side")
+        if self.output not in known or any(self.side_of(b) != self.feature for pairs in self.delta for p in pairs for b in p):
+            raise ValueError("delta: the pairs of every node must lie on the feature side")
+
+    def side_of(self, variable: str) -> str:
+        """The side of ``variable``."""
+        return next(s for s, vs in self.sides if variable in vs)
+
+    @property
+    def nodes(self) -> int:
+        """The number of query nodes the pencil was written for."""
+        return len(self.delta)
+
+
+def weightless_pencil(nodes: int, gamma: float) -> MaskedPencil:
+    """H = sum_k psi_k B_k^2 + chi_k B_k on the feature side d (ratio gamma), W = V = I and r_k = 1: the model
+    without weights, whose equations docs/equations.md §2.11 also writes out by hand."""
+    K = range(nodes)
+    d = ("r", *(f"s{k}" for k in K), *(f"b{k}" for k in K), "b")
+    occ = [Occurrence("X", False, "p", "r")]
+    for k in K:
+        occ += [Occurrence("X", True, f"s{k}", "p", node=k, masked=True), Occurrence("X", False, f"q{k}", f"s{k}"),
+                Occurrence("X", True, f"b{k}", f"q{k}", "psi", k, True), Occurrence("X", True, f"b{k}", "p", "chi", k, True)]
+    return MaskedPencil((("d", d), ("n", ("p", *(f"q{k}" for k in K))),), (("X", ("n", "d", 1.0)),), tuple(occ),
+                        (("d", gamma), ("n", 1.0)), "r", tuple(((f"b{k}", "b"),) for k in K), "d",
+                        (("r", "b", 1.0), *(("b", f"b{k}", 1.0) for k in K)))
+
+
+def heads_pencil(nodes: int, heads: int, ratios: dict[str, float]) -> MaskedPencil:
+    """The pencil of H = sum_k phi_k C_k for ``heads`` heads with their own W_Q, W_K, W_V, W_O (module
+    docstring): ``ratios`` of the sides "d", "d_k", "d_v", "d_out" to n; weights N(0, 1 / (d N)) for W_Q,
+    W_K, W_V and N(0, 1 / (H d_v N)) for W_O, as the bidirectional layer's (docs/model.md §1.1).
+
+    Variables, per head h and node k: v1 = W_O r, v = W_V v1, p = X v, s_k = X^T P_k p, f_k = W_K^T s_k;
+    a_k = sum_h W_Q f_k (shared by the heads: one query per row), e_k = W_Q^T a_k, o_k = W_K e_k,
+    q_k = X o_k, b_k = psi_k X^T P_k q_k + chi_k X^T P_k p, b = sum_k b_k, c = W_V^T b, and in row r:
+    sum_h W_O^T c - w r."""
+    if heads < 1 or nodes < 1:
+        raise ValueError("heads, nodes: at least one of each")
+    K, Hs = range(nodes), range(heads)
+    d = [f"{x}{h}" for h in Hs for x in ("v", "b")] + [f"a{k}" for k in K]
+    d += [f"{x}{h}_{k}" for h in Hs for k in K for x in ("s", "o", "b")]
+    dk = [f"{x}{h}_{k}" for h in Hs for k in K for x in ("f", "e")]
+    sides = (("d_out", ("r",)), ("d_v", tuple(f"{x}{h}" for h in Hs for x in ("v1", "c"))), ("d", tuple(d)), ("d_k", tuple(dk)),
+             ("n", tuple(f"p{h}" for h in Hs) + tuple(f"q{h}_{k}" for h in Hs for k in K)))
+    gaussians = [("X", ("n", "d", 1.0))]
+    occ = []
+    for h in Hs:
+        gaussians += [(f"W_Q{h}", ("d", "d_k", 1 / ratios["d"])), (f"W_K{h}", ("d", "d_k", 1 / ratios["d"])),
+                      (f"W_V{h}", ("d", "d_v", 1 / ratios["d"])), (f"W_O{h}", ("d_v", "d_out", 1 / (heads * ratios["d_v"])))]
+        occ += [Occurrence(f"W_O{h}", False, f"v1{h}", "r"), Occurrence(f"W_V{h}", False, f"v{h}", f"v1{h}"),
+                Occurrence("X", False, f"p{h}", f"v{h}"), Occurrence(f"W_V{h}", True, f"c{h}", f"b{h}"),
+                Occurrence(f"W_O{h}", True, "r", f"c{h}")]
+        for k in K:
+            x = f"{h}_{k}"
+            occ += [Occurrence("X", True, f"s{x}", f"p{h}", node=k, masked=True), Occurrence(f"W_K{h}", True, f"f{x}", f"s{x}"),
+                    Occurrence(f"W_Q{h}", False, f"a{k}", f"f{x}"), Occurrence(f"W_Q{h}", True, f"e{x}", f"a{k}"),
+                    Occurrence(f"W_K{h}", False, f"o{x}", f"e{x}"), Occurrence("X", False, f"q{x}", f"o{x}"),
+                    Occurrence("X", True, f"b{x}", f"q{x}", "psi", k, True), Occurrence("X", True, f"b{x}", f"p{h}", "chi", k, True)]
+    links = tuple((f"b{h}", f"b{h}_{k}", 1.0) for h in Hs for k in K)
+    # tr(C_k R) = sum over heads h, h' of tau of the block (b_k of h', b of h): the mu_1 part couples the heads
+    delta = tuple(tuple((f"b{g}_{k}", f"b{h}") for g in Hs for h in Hs) for k in K)
+    side_ratios = (("d_out", ratios["d_out"]), ("d_v", ratios["d_v"]), ("d", ratios["d"]), ("d_k", ratios["d_k"]), ("n", 1.0))
+    return MaskedPencil(sides, tuple(gaussians), tuple(occ), side_ratios, "r", delta, "d", links)
