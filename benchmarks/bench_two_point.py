@@ -8,6 +8,13 @@ batch). Baseline: the same descent from above with plain damped steps (half step
 until every point has converged), through the same :meth:`TwoPointSystem.step`. Printed: seconds,
 point-steps, the ratio of the times and the largest relative difference of m.
 
+Second task, one step's key side at the last level's size (K = 72 intervals, the single head's 73
+key variables, two columns written per interval as its pencil's masks write them, every entry
+read with every last interval): :class:`~gemhsa_sym.free.key_side.KeySide` (the Woodbury chain)
+against the baseline of inverting every interval's block (one batched numpy inverse) and summing
+the intervals under each read's mask. Printed: milliseconds per point, their ratio, the largest
+relative difference.
+
     python benchmarks/bench_two_point.py [--points 17] [--json]
 """
 
@@ -21,6 +28,7 @@ import numpy as np
 
 from gemhsa_sym.causal import causal_model
 from gemhsa_sym.config import Config
+from gemhsa_sym.free.key_side import KeySide
 from gemhsa_sym.free.two_point import DESCENT, TwoPointState, TwoPointSystem, solve
 
 
@@ -41,6 +49,34 @@ def plain(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9) -> tuple[np.
     return m, total
 
 
+def key_side(points: int = 16, K: int = 72, seed: int = 0) -> dict[str, float]:
+    """The second task of the module docstring: milliseconds per point of both ways, and their difference."""
+    rng = np.random.default_rng(seed)
+    size = K + 1
+    # interval j: the pairings of node j write column 0 (p) and column j + 1 (q_j), in every row
+    writes = np.array([(0, a, c, j) for j in range(K) for c in (0, j + 1) for a in range(size)])
+    writes[:, 0] = np.arange(len(writes))
+    reads = np.array([(a, b, J) for a in range(size) for b in range(size) for J in (a - 1 if a else K - 1,)])
+    values = 0.5 / size * (rng.standard_normal((len(writes), points)) + 1j * rng.standard_normal((len(writes), points)))
+    lam = np.repeat(-np.eye(size, dtype=complex)[None], points, 0)
+    lengths = np.diff(np.r_[0.0, np.geomspace(1e-3, 1, K)])
+    chain = KeySide(size, lengths, writes, reads, len(writes))
+    start = time.perf_counter()
+    fast = chain(lam, values)
+    fast_s = time.perf_counter() - start
+    start = time.perf_counter()
+    D = np.zeros((points, K, size, size), dtype=complex)  # D_j, then E_j = sum of D_J over J >= j
+    np.add.at(D, (slice(None), writes[:, 3], writes[:, 1], writes[:, 2]), values[writes[:, 0]].T)
+    E = np.cumsum(D[:, ::-1], axis=1)[:, ::-1]
+    G = np.linalg.inv(lam[:, None] - E)
+    prefix = np.cumsum(lengths[None, :, None, None] * G, axis=1)
+    slow = prefix[:, reads[:, 2], reads[:, 0], reads[:, 1]]
+    slow_s = time.perf_counter() - start
+    return {"key_intervals": K, "key_size": size, "key_chain_ms_per_point": 1e3 * fast_s / points,
+            "key_dense_ms_per_point": 1e3 * slow_s / points, "key_ratio": fast_s / slow_s,
+            "key_max_rel_diff": float(np.max(np.abs(fast - slow)) / np.max(np.abs(slow)))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=17, help="points of the log grid (default 17)")
@@ -57,7 +93,7 @@ def main() -> None:
     slow_s = time.perf_counter() - start
     figures = {"nodes": system.t.size, "points": args.points, "solve_s": fast_s, "solve_point_steps": fast_steps,
                "plain_s": slow_s, "plain_point_steps": slow_steps, "ratio": fast_s / slow_s,
-               "max_rel_diff": float(np.max(np.abs(fast - slow) / np.abs(slow)))}
+               "max_rel_diff": float(np.max(np.abs(fast - slow) / np.abs(slow))), **key_side()}
     if args.json:
         print(json.dumps(figures))
         return
@@ -65,6 +101,10 @@ def main() -> None:
     print(f"solve (Anderson, shrinking batch): {fast_s:.2f} s, {fast_steps} point-steps")
     print(f"plain damped steps (baseline):     {slow_s:.2f} s, {slow_steps} point-steps")
     print(f"ratio {figures['ratio']:.3f}; largest relative difference of m {figures['max_rel_diff']:.1e}")
+    print(f"key side, {figures['key_intervals']} intervals of {figures['key_size']} variables: Woodbury chain "
+          f"{figures['key_chain_ms_per_point']:.2f} ms per point, every interval inverted "
+          f"{figures['key_dense_ms_per_point']:.2f} ms (baseline); ratio {figures['key_ratio']:.3f}, "
+          f"largest relative difference {figures['key_max_rel_diff']:.1e}")
 
 
 if __name__ == "__main__":

@@ -164,3 +164,47 @@ def test_pattern_inverse_equals_the_dense_inverse() -> None:
     assert set(R) == set(range(6, 26)) and set(C) == set(hub) and dense[1].size == 0 and list(inverse.isolated) == [29]
     M = -np.eye(size) + np.where(pattern, rng.standard_normal((3, size, size)) + 1j * rng.standard_normal((3, size, size)), 0)
     assert np.max(np.abs(inverse(M) - np.linalg.inv(M))) < 1e-10
+
+
+def test_pattern_inverse_of_wanted_entries_skips_the_rest() -> None:
+    """Only G_CR and some rows of G_RC wanted: those entries equal numpy's inverse, G_RR is not formed."""
+    from gemhsa_sym.free.pattern_inverse import PatternInverse
+
+    rng = np.random.default_rng(5)
+    size, hub, leaves = 20, np.arange(4), np.arange(4, 20)
+    pattern = np.zeros((size, size), dtype=bool)
+    pattern[np.ix_(hub, leaves)] = pattern[np.ix_(leaves, hub)] = pattern[np.ix_(hub, hub)] = True
+    wanted = np.zeros_like(pattern)
+    wanted[np.ix_(hub, leaves)] = True
+    wanted[np.ix_(leaves[:3], hub)] = True
+    inverse = PatternInverse(pattern, wanted)
+    M = -np.eye(size) + np.where(pattern, rng.standard_normal((2, size, size)) + 1j * rng.standard_normal((2, size, size)), 0)
+    G = inverse(M)
+    assert np.max(np.abs(np.where(wanted, G - np.linalg.inv(M), 0))) < 1e-10
+    assert np.all(G[:, leaves[3]:, leaves] == 0)
+
+
+def test_key_side_sums_match_the_inverses_of_every_interval() -> None:
+    """Pairings with random values, columns and last intervals: the Woodbury chain's reads against sum_{j <= J} len_j
+    (Lambda - E_j)^-1[a, b], every E_j written out and inverted densely."""
+    from gemhsa_sym.free.key_side import KeySide
+
+    rng = np.random.default_rng(6)
+    size, K, count, points = 9, 5, 30, 3
+    lengths = rng.uniform(0.1, 1.0, K)
+    writes = np.column_stack([np.arange(count), rng.integers(0, size, count), rng.integers(0, 3, count) * 3,
+                              rng.integers(0, K, count)])
+    reads = np.column_stack([rng.integers(0, size, 12), rng.integers(0, size, 12), rng.integers(0, K, 12)])
+    values = 0.1 * (rng.standard_normal((count, points)) + 1j * rng.standard_normal((count, points)))
+    lam = np.repeat(-np.eye(size, dtype=complex)[None], points, 0)
+    lam[:, 0, 0] = -(0.5 + 1j) * np.arange(1, points + 1)
+    got = KeySide(size, lengths, writes, reads, count)(lam, values)
+    G = []
+    for j in range(K):
+        E = np.zeros((points, size, size), dtype=complex)
+        for v, a, b, J in writes:
+            if J >= j:
+                E[:, a, b] += values[v]
+        G.append(np.linalg.inv(lam - E))
+    want = np.array([[sum(lengths[j] * G[j][p, a, b] for j in range(J + 1)) for a, b, J in reads] for p in range(points)])
+    assert np.max(np.abs(got - want)) < 1e-12 * np.max(np.abs(want))

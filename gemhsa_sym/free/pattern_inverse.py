@@ -9,7 +9,9 @@ M_RR = -I, so with C the rest and the Schur complement S = M_CC + M_CR M_RC:
 
     G_CC = S^-1,  G_CR = S^-1 M_CR,  G_RC = M_RC S^-1,  G_RR = -I + M_RC S^-1 M_CR,
 
-which costs |C|^3 + |C|^2 |R| + |C| |R|^2 instead of (|C| + |R|)^3.
+which costs |C|^3 + |C|^2 |R| + |C| |R|^2 instead of (|C| + |R|)^3. Where only some entries are wanted
+(the pairings of the two-point equation never read G_RR), the blocks without a wanted entry are skipped,
+and of G_RC only the rows with one are formed.
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ __all__ = ["PatternInverse"]
 
 class PatternInverse:
     """The inverse of matrices whose entries off ``pattern`` are those of -I (``pattern[i, j]``: M_ij may
-    differ from -delta_ij); R is chosen greedily by smallest degree."""
+    differ from -delta_ij); R is chosen greedily by smallest degree. With ``wanted`` (boolean, as ``pattern``)
+    the entries of the inverse outside it may be left zero."""
 
-    def __init__(self, pattern: np.ndarray) -> None:
+    def __init__(self, pattern: np.ndarray, wanted: np.ndarray | None = None) -> None:
         pattern = np.asarray(pattern, dtype=bool)
         size = pattern.shape[0]
         if pattern.shape != (size, size):
             raise ValueError("pattern: expected a square boolean matrix")
+        wanted = np.ones_like(pattern) if wanted is None else np.asarray(wanted, dtype=bool)
+        if wanted.shape != pattern.shape:
+            raise ValueError("wanted: expected a boolean matrix of the pattern's shape")
         self.size = size
         linked = pattern | pattern.T
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []  # (C, R) of every component, R empty where dense is cheaper
@@ -45,6 +51,9 @@ class PatternInverse:
             members = np.array(sorted(component))
             seen[members] = True
             self.parts.append(self._split(members, linked, pattern))
+        #: per part: whether G_CR and G_RR are wanted, and the rows of R with a wanted entry in G_RC
+        self.needs = [(bool(wanted[np.ix_(C, R)].any()), bool(wanted[np.ix_(R, R)].any()), R[wanted[np.ix_(R, C)].any(axis=1)])
+                      for C, R in self.parts]
 
     @staticmethod
     def _split(members: np.ndarray, linked: np.ndarray, pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -86,15 +95,19 @@ class PatternInverse:
         """M^-1 for a stack of matrices (last two axes)."""
         G = np.zeros_like(M)
         G[..., self.isolated, self.isolated] = -1
-        for C, R in self.parts:
+        for (C, R), (cr, rr, rows) in zip(self.parts, self.needs):
             if R.size == 0:
                 G[..., C[:, None], C] = np.linalg.inv(M[..., C[:, None], C])
                 continue
-            MCR, MRC = M[..., C[:, None], R], M[..., R[:, None], C]
-            S = np.linalg.inv(M[..., C[:, None], C] + MCR @ MRC)
-            left, right = MRC @ S, S @ MCR
+            MCR = M[..., C[:, None], R]
+            S = np.linalg.inv(M[..., C[:, None], C] + MCR @ M[..., R[:, None], C])
             G[..., C[:, None], C] = S
-            G[..., C[:, None], R] = right
-            G[..., R[:, None], C] = left
-            G[..., R[:, None], R] = left @ MCR - np.eye(R.size)
+            if cr:
+                G[..., C[:, None], R] = S @ MCR
+            if rr:
+                left = M[..., R[:, None], C] @ S
+                G[..., R[:, None], C] = left
+                G[..., R[:, None], R] = left @ MCR - np.eye(R.size)
+            elif rows.size:
+                G[..., rows[:, None], C] = M[..., rows[:, None], C] @ S
         return G

@@ -26,6 +26,7 @@ import numpy as np
 from scipy import sparse
 from tqdm import tqdm
 
+from .key_side import KeySide
 from .masked_pencil import WEIGHTS, MaskedPencil
 from .pattern_inverse import PatternInverse
 from .profiles import Quadrature
@@ -44,7 +45,7 @@ RESOLUTION = 1e-4
 DESCENT = 100
 #: A point's iteration is mixed only once its plain steps change the values by less than this (inside the
 #: basin of the solution the plain iteration reaches; mixed from farther, it may land on another solution).
-MIX_FROM = 1e-3
+MIX_FROM = 1e-1
 
 
 @dataclass(frozen=True)
@@ -72,45 +73,58 @@ class TwoPointSystem:
         self.pencil, self.t, self.omega = pencil, rule.nodes[order], rule.weights[order]
         self.scores, self.noise = scores, noise
         K = self.t.size
-        lengths = np.diff(np.r_[0.0, self.t])
         self.sides = [s for s, _ in pencil.sides]
         self.index = {s: {v: i for i, v in enumerate(vs)} for s, vs in pencil.sides}
         self.size = {s: len(vs) for s, vs in pencil.sides}
-        self.copies = {s: K if s == "n" else 1 for s in self.sides}
         occ, gaussians, ratios = pencil.occurrences, dict(pencil.gaussians), dict(pencil.ratios)
         kind = np.array([WEIGHTS.index(o.weight) for o in occ])
         node = np.array([max(o.node, 0) for o in occ])
-        pairs = [(x, y) for x, a in enumerate(occ) for y, b in enumerate(occ) if a.gaussian == b.gaussian and a.transposed != b.transposed]
-        j = np.arange(K)
+        side_of = {v: side for side, vs in pencil.sides for v in vs}
+        # the pairings of an occurrence with one of its transpose, by (side read, side written)
+        grouped: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        by_gaussian: dict[tuple[str, bool], list[int]] = {}
+        for x, o in enumerate(occ):
+            by_gaussian.setdefault((o.gaussian, o.transposed), []).append(x)
+        for x, o in enumerate(occ):
+            grouped.setdefault((side_of[o.col], side_of[o.row]), []).extend((x, y) for y in by_gaussian.get((o.gaussian, not o.transposed), []))
         gathers: dict[str, list[sparse.csr_matrix]] = {side: [] for side in self.sides}
         scatters: dict[str, list[tuple[int, sparse.csr_matrix]]] = {side: [] for side in self.sides}
+        key_reads: list[tuple[int, int, int]] = []
+        key_writes: list[tuple[int, int, int, int]] = []
         coefficients: list[np.ndarray] = []
         offset = 0
         for inner in self.sides:
             for outer in self.sides:
-                chosen = [(x, y) for x, y in pairs if pencil.side_of(occ[x].col) == inner and pencil.side_of(occ[x].row) == outer]
+                chosen = grouped.get((inner, outer), [])
                 if not chosen:
                     continue
                 a, b = (np.array(v) for v in zip(*chosen))
                 factor = np.array([gaussians[occ[x].gaussian][2] * ratios[inner] for x in a])
-                mask = np.array([(j <= occ[x].node if occ[x].masked else j >= 0) & (j <= occ[y].node if occ[y].masked else j >= 0)
-                                 for x, y in chosen], dtype=float)
+                # the last interval under both masks (a masked occurrence keeps the intervals up to its node)
+                last = [min([occ[z].node for z in (x, y) if occ[z].masked], default=K - 1) for x, y in chosen]
                 P, si, so = len(chosen), self.size[inner], self.size[outer]
-                read = np.array([self.index[inner][occ[x].col] * si + self.index[inner][occ[y].row] for x, y in chosen])
-                write = np.array([self.index[outer][occ[x].row] * so + self.index[outer][occ[y].col] for x, y in chosen])
-                rows, (pj, pk) = np.arange(P), np.nonzero(mask)
-                gather = (sparse.csr_matrix(((mask * lengths)[pj, pk], (pj, pk * si * si + read[pj])), (P, K * si * si))
-                          if inner == "n" else sparse.csr_matrix((np.ones(P), (rows, read)), (P, si * si)))
-                scatter = (sparse.csr_matrix((mask[pj, pk], (pk * so * so + write[pj], pj)), (K * so * so, P))
-                           if outer == "n" else sparse.csr_matrix((np.ones(P), (write, rows)), (so * so, P)))
-                gathers[inner].append(gather)
-                scatters[outer].append((offset, scatter))
+                read = [(self.index[inner][occ[x].col], self.index[inner][occ[y].row]) for x, y in chosen]
+                write = [(self.index[outer][occ[x].row], self.index[outer][occ[y].col]) for x, y in chosen]
+                rows = np.arange(P)
+                if inner == "n":
+                    key_reads += [(r, c, J) for (r, c), J in zip(read, last)]
+                else:
+                    flat = np.array([r * si + c for r, c in read])
+                    gathers[inner].append(sparse.csr_matrix((np.ones(P), (rows, flat)), (P, si * si)))
+                if outer == "n":
+                    key_writes += [(offset + i, r, c, J) for i, ((r, c), J) in enumerate(zip(write, last))]
+                else:
+                    flat = np.array([r * so + c for r, c in write])
+                    scatters[outer].append((offset, sparse.csr_matrix((np.ones(P), (flat, rows)), (so * so, P))))
                 coefficients.append(np.stack([kind[a], node[a], kind[b], node[b], factor]))
                 offset += P
         self.reads = offset
         # one gather per side read (its rows: the pairings that read it, contiguous in the read values), one
-        # scatter per side written (its columns: all read values, zero where a pairing lands elsewhere)
-        self._gathers = [(side, sparse.vstack(g, format="csr")) for side, g in gathers.items() if g]
+        # scatter per side written (its columns: all read values, zero where a pairing lands elsewhere); the key
+        # side's pairings are read and written by :class:`.key_side.KeySide`
+        self._gathers = [(side, sparse.vstack(g, format="csr") if side != "n" else None)
+                         for side, g in gathers.items() if g or (side == "n" and key_reads)]
+        self._key = KeySide(self.size["n"], np.diff(np.r_[0.0, self.t]), np.array(key_writes), np.array(key_reads), offset)
         self._scatters = []
         for side, parts in scatters.items():
             if parts:
@@ -125,24 +139,38 @@ class TwoPointSystem:
         self._delta = [(np.array([feature[x] for x, _ in ps]), np.array([feature[y] for _, y in ps])) for ps in pencil.delta]
         out = pencil.side_of(pencil.output)
         self._output = (out, self.index[out][pencil.output])
-        # per side and copy (the key side: per interval, where only the nodes at or after it are unmasked)
-        self._inverses = {side: [PatternInverse(p) for p in self._patterns(side)] for side in self.sides}
+        self._feature_ratio = ratios[pencil.feature]
+        self._inverses = {side: PatternInverse(self._pattern(side), self._wanted(side)) for side in self.sides if side != "n"}
 
-    def _patterns(self, side: str) -> np.ndarray:
-        """Where Lambda - eta on ``side`` may differ from -I, per copy: the output, the links, the entries eta is
-        scattered to."""
+    def _pattern(self, side: str) -> np.ndarray:
+        """Where Lambda - eta on ``side`` may differ from -I: the output, the links, the entries eta is scattered to."""
         size = self.size[side]
-        pattern = np.zeros((self.copies[side], size, size), dtype=bool)
+        pattern = np.zeros((size, size), dtype=bool)
         out, o = self._output
         if side == out:
-            pattern[:, o, o] = True
+            pattern[o, o] = True
         for row, col, _ in self.pencil.links:
             if self.pencil.side_of(row) == side:
-                pattern[:, self.index[side][row], self.index[side][col]] = True
+                pattern[self.index[side][row], self.index[side][col]] = True
         for written, scatter in self._scatters:
             if written == side:
                 pattern.reshape(-1)[np.unique(scatter.nonzero()[0])] = True
         return pattern
+
+    def _wanted(self, side: str) -> np.ndarray:
+        """The entries of G on ``side`` that a step reads: the pairings' entries, delta's and m's."""
+        size = self.size[side]
+        wanted = np.zeros((size, size), dtype=bool)
+        for read, gather in self._gathers:
+            if read == side:
+                wanted.reshape(-1)[np.unique(gather.nonzero()[1])] = True
+        if side == self.pencil.feature:
+            for rows, cols in self._delta:
+                wanted[rows, cols] = True
+        out, o = self._output
+        if side == out:
+            wanted[o, o] = True
+        return wanted
 
     def weights(self, delta: np.ndarray) -> np.ndarray:
         """The weights (1, psi_k, chi_k) at every point and node, shape (points, 3, K)."""
@@ -150,7 +178,7 @@ class TwoPointSystem:
         return np.stack([np.ones_like(phi), self.scores * phi / self.t**2, self.noise * phi / self.t**2], axis=1)
 
     def lambdas(self, w: np.ndarray) -> dict[str, np.ndarray]:
-        """Lambda(w) side by side at the points w, shape (points, copies, size, size)."""
+        """Lambda(w) side by side at the points w, shape (points, size, size)."""
         out, o = self._output
         lam = {}
         for side in self.sides:
@@ -160,43 +188,44 @@ class TwoPointSystem:
             for row, col, value in self.pencil.links:
                 if self.pencil.side_of(row) == side:
                     block[:, self.index[side][row], self.index[side][col]] += value
-            lam[side] = np.repeat(block[:, None], self.copies[side], 1)
+            lam[side] = block
         return lam
 
     def start(self, w: np.ndarray) -> TwoPointState:
         """The state of G = Lambda(w)^-1 (no pairing yet) and delta = 0."""
-        G = {side: np.linalg.inv(lam) for side, lam in self.lambdas(w).items()}
-        return TwoPointState(self._gather(G), np.zeros((w.size, self.t.size), dtype=complex))
+        lam = self.lambdas(w)
+        G = {side: np.linalg.inv(block) for side, block in lam.items() if side != "n"}
+        return TwoPointState(self._gather(G, lam["n"], np.zeros((self.reads, w.size), dtype=complex)),
+                             np.zeros((w.size, self.t.size), dtype=complex))
 
-    def _gather(self, G: dict[str, np.ndarray]) -> np.ndarray:
-        points = next(iter(G.values())).shape[0]
-        return np.concatenate([(gather @ G[side].reshape(points, -1).T).T for side, gather in self._gathers], axis=1)
+    def _gather(self, G: dict[str, np.ndarray], key: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """The read values: gathered from the blocks G, and on the key side from Lambda there (``key``) and the
+        pairing values."""
+        points = key.shape[0]
+        return np.concatenate([self._key(key, values) if side == "n" else (gather @ G[side].reshape(points, -1).T).T
+                               for side, gather in self._gathers], axis=1)
 
-    def resolvents(self, lam: dict[str, np.ndarray], state: TwoPointState) -> dict[str, np.ndarray]:
-        """G = (Lambda - eta)^-1 side by side (``lam`` from :meth:`lambdas`), eta from the state's read values and
-        weights."""
+    def values(self, state: TwoPointState) -> np.ndarray:
+        """Every pairing's value (pairings, points): the block entry it read times both weights and the factor."""
         weight = self.weights(state.delta)
         ka, na, kb, nb, factor = self._pairing
-        values = (state.read * (weight[:, ka, na] * weight[:, kb, nb] * factor)).T
-        G = {side: _inverse(lam[side], self._inverses[side]) for side in self.sides if side not in dict(self._scatters)}
-        for side, scatter in self._scatters:
-            G[side] = _inverse(lam[side] - (scatter @ values).T.reshape(lam[side].shape), self._inverses[side])
-        return G
+        return (state.read * (weight[:, ka, na] * weight[:, kb, nb] * factor)).T
+
+    def resolvents(self, lam: dict[str, np.ndarray], values: np.ndarray) -> dict[str, np.ndarray]:
+        """G = (Lambda - eta)^-1 on every side but the key side (whose blocks :class:`.key_side.KeySide` reads
+        without storing them), ``lam`` from :meth:`lambdas`, eta scattered from the pairing values."""
+        eta = {side: (scatter @ values).T.reshape(lam[side].shape) for side, scatter in self._scatters}
+        return {side: self._inverses[side](lam[side] - eta[side] if side in eta else lam[side]) for side in self.sides if side != "n"}
 
     def step(self, lam: dict[str, np.ndarray], state: TwoPointState) -> tuple[TwoPointState, np.ndarray]:
         """One application of the map (the resolvents' read values and delta_k = ratio tau(b-pairs) / phi_k), and m."""
-        G = self.resolvents(lam, state)
+        values = self.values(state)
+        G = self.resolvents(lam, values)
         phi = self.omega / (1 + state.delta)
-        feature = G[self.pencil.feature][:, 0]
-        ratio = dict(self.pencil.ratios)[self.pencil.feature]
-        delta = np.stack([feature[:, rows, cols].sum(axis=1) for rows, cols in self._delta], axis=1) * ratio / phi
+        feature = G[self.pencil.feature]
+        delta = np.stack([feature[:, rows, cols].sum(axis=1) for rows, cols in self._delta], axis=1) * self._feature_ratio / phi
         out, o = self._output
-        return TwoPointState(self._gather(G), delta), -G[out][:, 0, o, o]
-
-
-def _inverse(a: np.ndarray, inverses: list[PatternInverse]) -> np.ndarray:
-    """Inverses of a stack of matrices (points, copies, size, size), copy by copy."""
-    return np.stack([inverse(a[:, j]) for j, inverse in enumerate(inverses)], axis=1)
+        return TwoPointState(self._gather(G, lam["n"], values), delta), -G[out][:, o, o]
 
 
 def _flat(state: TwoPointState) -> np.ndarray:
