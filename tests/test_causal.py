@@ -67,9 +67,31 @@ def test_derive_refuses_a_causal_layer_without_a_law_in_one_line(capsys: pytest.
     err = capsys.readouterr().err.strip()
     assert err.startswith("gemhsa-sym: error: share_k: the two-point equation") and "\n" not in err
     assert main(["derive", "single-head", "--set", "mask=causal", "--set", "score=square", "--latex", "out.tex"]) == 2
-    assert main(["verify", "single-head", "--set", "mask=causal", "--set", "score=square", "--cache", ".", "--n", "200"]) == 2
-    errors = capsys.readouterr().err.strip().splitlines()
-    assert errors[1].startswith("gemhsa-sym: error: cache: a causal layer's law is not cached")
+    assert capsys.readouterr().err.strip().startswith("gemhsa-sym: error: latex: the document of a causal law")
+
+
+def test_causal_law_cache_reads_back_a_valid_entry_and_names_what_is_wrong_with_a_bad_one(tmp_path) -> None:
+    """An entry on disk (a Pareto(1) law tabulated on a log grid) comes back unchanged instead of being computed; the
+    validation names what is wrong with a changed one (the recomputation of a bad entry: the slow test below)."""
+    import json
+
+    from gemhsa_sym.verification.causal_cache import cached_distribution, causal_cache_file, validated_distribution
+
+    x = np.geomspace(1.0, 1e4, 40)
+    entry = {"config": SQUARE.to_dict(), "tol": 1e-3, "x": x.tolist(), "cdf": (1 - 1 / x).tolist(), "density": (x**-2).tolist(),
+             "error": 1e-4, "level": 7, "nodes": 99}
+    path = causal_cache_file(tmp_path, SQUARE)
+    path.write_text(json.dumps(entry))
+    law = cached_distribution(SQUARE, tmp_path)
+    assert law.level == 7 and law.nodes == 99 and np.array_equal(law.cdf, 1 - 1 / x) and law.quantile(0.5)[0] == pytest.approx(2, 0.01)
+    for change, reason in (({"config": {}}, "another configuration"), ({"tol": 1e-6}, "another configuration"),
+                           ({"x": entry["x"][::-1]}, "not increasing"), ({"density": [-1.0] * 40}, "density"),
+                           ({"x": entry["x"][1:]}, "do not match"), ({"error": "1e-3; rm"}, "not a number"),
+                           ({"level": True}, "not counts"), ({"cdf": [0.5] + [0.1] * 39}, "not a distribution function"),
+                           ({"cdf": [float("nan")] * 40}, "not finite")):
+        with pytest.raises(ValueError, match=reason):
+            validated_distribution(entry | change, SQUARE)
+    assert causal_cache_file(tmp_path, SQUARE.replace(beta=2)) != path
 
 
 def test_verify_of_a_causal_layer_without_a_law_compares_the_samples_alone(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -126,10 +148,17 @@ def test_ks_to_a_law_on_a_grid_and_hills_estimator_on_pareto_samples() -> None:
 def test_verify_of_a_causal_layer_prints_quantiles_and_tails(tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    figure = tmp_path / "causal.png"
-    assert main(["verify", "single-head", "--set", "mask=causal", "--set", "score=square", "--n", "500", "--draws", "2",
-                 "--json", "--plot", str(figure)]) == 0
+    figure, cache = tmp_path / "causal.png", tmp_path / "cache"
+    arguments = ["verify", "single-head", "--set", "mask=causal", "--set", "score=square", "--n", "500", "--draws", "2", "--json",
+                 "--cache", str(cache)]
+    assert main([*arguments, "--plot", str(figure)]) == 0
     report = json.loads(capsys.readouterr().out)
     (point,) = report["points"]
     assert point["ks_theory_softmax"] < 0.02 and point["ks_theory_ge"] < 0.02
     assert 0.8 < report["theory"]["tail_exponent"] < 1.2 and figure.stat().st_size > 0 and report["no_theory"] is None
+    (entry,) = cache.iterdir()  # a bad entry is recomputed, with a warning naming it, and replaced
+    entry.write_text("{}")
+    with pytest.warns(UserWarning, match=f"cache: {entry} is not a valid causal law"):
+        assert main(arguments) == 0
+    assert json.loads(capsys.readouterr().out)["theory"] == report["theory"]
+    assert json.loads(entry.read_text())["cdf"][0] == pytest.approx(report["theory"]["mass_below"][1])

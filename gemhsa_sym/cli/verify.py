@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from gemhsa_sym.causal import causal_distribution
 from gemhsa_sym.cli.common import (
     MAX_DRAWS,
     MAX_SEED,
@@ -45,9 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "N(0, scale / n), one sample set (MC) and an independent one for the floor; --beta,\n"
             "--backend torch and --device cuda are refused.\n"
             "A causal layer (--set mask=causal) has a law without moments where the engine has one (heads\n"
-            "with their own projections; softmax takes minutes): it is compared by KS distances, quantiles\n"
-            "0.1/0.5/0.9/0.99 and tail exponents (Hill's estimator on the samples), and --plot draws the CDFs\n"
-            "and the tails on log-log axes. KS(softmax, GE) against n with its fitted exponent says whether the\n"
+            "with their own projections; softmax takes tens of minutes, kept by --cache DIR): it is compared\n"
+            "by KS distances, quantiles 0.1/0.5/0.9/0.99 and tail exponents (Hill's estimator on the\n"
+            "samples), and --plot draws the CDFs and the tails on log-log axes. KS(softmax, GE) against n\n"
+            "with its fitted exponent says whether the\n"
             "layer approaches the conjectured Gaussian equivalent, and how fast; where there is no law (shared\n"
             "projections) the samples alone are compared.\n"
             "A configuration with infinitely many heads (heads = \"oo\", e.g. heads-infinite) is drawn with the\n"
@@ -84,14 +84,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("sample_heads: only for a configuration with infinitely many heads, not a polynomial model")
     causal = isinstance(config, Config) and config.mask == "causal"
     if causal:
-        if args.cache:
-            raise ValueError("cache: a causal layer's law is not cached; leave out --cache")
         for size in args.n:
             config.sizes(size)
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         if causal:  # a law without moments: CDFs, quantiles and tails (docs/extensions.md §8.6)
             result = verify_causal(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
-                                   progress=show_progress(args.quiet))
+                                   progress=show_progress(args.quiet), cache=args.cache)
         else:
             result = verify(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
                             progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache,
@@ -100,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         from gemhsa_sym.verification.plots import plot_causal, plot_verify
 
         if causal:
-            plot_causal(result, None if result.theory is None else causal_distribution(config), args.plot)
+            plot_causal(result, result.law, args.plot)
         else:
             plot_verify(result, args.plot)
     if args.json:

@@ -45,7 +45,7 @@ RESOLUTION = 1e-4
 DESCENT = 100
 #: A point's iteration is mixed only once its plain steps change the values by less than this (inside the
 #: basin of the solution the plain iteration reaches; mixed from farther, it may land on another solution).
-MIX_FROM = 1e-1
+MIX_FROM = 1e-3
 
 
 @dataclass(frozen=True)

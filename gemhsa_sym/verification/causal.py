@@ -20,10 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.causal import QUANTILES, causal_distribution
+from gemhsa_sym.causal import QUANTILES
 from gemhsa_sym.config import Config
 from gemhsa_sym.free.profiled_law import Distribution
 from gemhsa_sym.sampler import sample
+
+from .causal_cache import cached_distribution
 
 __all__ = ["HILL_FRACTION", "CausalPoint", "CausalTheory", "CausalVerification", "verify_causal", "format_causal",
            "ks_to_law", "hill"]
@@ -95,6 +97,8 @@ class CausalVerification:
     reason: str | None = None
     #: The pooled eigenvalues of the largest n by reading, for the figure (not in the JSON).
     samples: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    #: The law the theory summarises, for the figure (not in the JSON).
+    law: Distribution | None = field(default=None, repr=False)
 
     def exponents(self) -> dict[str, float]:
         """a of the fit C n^a of every KS series against n (least squares in log-log; needs two n)."""
@@ -118,13 +122,14 @@ class CausalVerification:
 
 
 def verify_causal(config: Config, n: list[int], draws: int = 2, seed: int = 0, executor: Executor | None = None,
-                  progress: bool | None = None) -> CausalVerification:
+                  progress: bool | None = None, cache: str | None = None) -> CausalVerification:
     """The causal law beside Monte Carlo at every token count in ``n``, or the samples alone with the reason
-    where the engine has no law (module docstring)."""
+    where the engine has no law (module docstring); the law read from and kept in the folder ``cache``
+    (:mod:`.causal_cache`)."""
     for size in n:
         config.sizes(size)
     try:
-        law: Distribution | None = causal_distribution(config)
+        law: Distribution | None = cached_distribution(config, cache)
         reason = None
     except NotImplementedError as exc:
         law, reason = None, str(exc)
@@ -146,7 +151,7 @@ def verify_causal(config: Config, n: list[int], draws: int = 2, seed: int = 0, e
         ))
     theory = None if law is None else CausalTheory(law.covered_quantiles(QUANTILES), (float(law.x[0]), float(law.cdf[0])),
                                                    law.tail_exponent(), law.error)
-    return CausalVerification(config, draws, seed, theory, points, reason, drawn)
+    return CausalVerification(config, draws, seed, theory, points, reason, drawn, law)
 
 
 def _cell(value: float | None) -> str:

@@ -143,7 +143,7 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
             samples = {model: np.stack([r[0] for r in results[first:first + count]])
                        for key, size, model, first, count in layout if key == name and size == value}
             comparisons.setdefault(name, []).append(compare(theories[name], samples, value))
-    decoder = {score: verify_causal(config, sizes, draws, seed, executor, progress) for score, config in CAUSAL.items()
+    decoder = {score: verify_causal(config, sizes, draws, seed, executor, progress, cache) for score, config in CAUSAL.items()
                } if causal else {}
     return ClaimsResult(sizes, draws, seed, theories, comparisons, attention, decoder)
 

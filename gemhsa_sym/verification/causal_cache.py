@@ -1,0 +1,81 @@
+"""A causal layer's distribution function kept on disk (docs/verification.md §4.3): the softmax law
+costs tens of minutes (docs/solving.md §3.13), so ``verify`` and ``claims`` read it back from
+``--cache DIR`` where it was computed before for the same configuration, tolerance and package
+version. An entry is validated before it is used; one that does not validate is recomputed and
+replaced, with a warning naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gemhsa_sym import __version__
+from gemhsa_sym.causal import REPORT_TOL, causal_distribution
+from gemhsa_sym.config import Config
+from gemhsa_sym.files import read_text, write_atomic
+from gemhsa_sym.free.profiled_law import Distribution
+
+__all__ = ["CAUSAL_CACHE_FORMAT", "causal_cache_file", "validated_distribution", "cached_distribution"]
+
+#: Version of the entry's layout (part of its name).
+CAUSAL_CACHE_FORMAT = 1
+
+
+def causal_cache_file(cache: Path, config: Config, tol: float = REPORT_TOL) -> Path:
+    """Where the law of ``config`` at ``tol`` is kept in the folder ``cache``: a hash of the layout, the package
+    version, the configuration and the tolerance."""
+    key = json.dumps([CAUSAL_CACHE_FORMAT, __version__, config.to_dict(), tol], sort_keys=True)
+    return cache / f"causal-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+
+
+def _entry(law: Distribution, config: Config, tol: float) -> dict[str, Any]:
+    return {"config": config.to_dict(), "tol": tol, "x": law.x.tolist(), "cdf": law.cdf.tolist(),
+            "density": law.density.tolist(), "error": law.error, "level": law.level, "nodes": law.nodes}
+
+
+def validated_distribution(data: Any, config: Config, tol: float = REPORT_TOL) -> Distribution:
+    """The :class:`~gemhsa_sym.free.profiled_law.Distribution` of an entry for ``config`` at ``tol``, or ValueError
+    saying what is wrong with it: its configuration and tolerance, finite tables of one shape on an increasing
+    positive grid, a non-negative density, and F within [0, 1] up to its achieved error, never decreasing."""
+    if not isinstance(data, dict) or data.get("config") != config.to_dict() or data.get("tol") != tol:
+        raise ValueError("it belongs to another configuration or tolerance")
+    try:
+        x, cdf, rho = (np.asarray(data[key], dtype=float) for key in ("x", "cdf", "density"))
+        error, level, nodes = float(data["error"]), data["level"], data["nodes"]
+    except (KeyError, TypeError, ValueError):
+        raise ValueError("a field is missing or is not a number") from None
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (level, nodes)):
+        raise ValueError("level and nodes are not counts")
+    if not (x.ndim == 1 and x.size >= 2 and x.shape == cdf.shape == rho.shape):
+        raise ValueError("the tables do not match their grid")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(cdf)) and np.all(np.isfinite(rho)) and np.isfinite(error)):
+        raise ValueError("a value is not finite")
+    if x[0] <= 0 or np.any(np.diff(x) <= 0) or np.any(rho < 0) or error < 0:
+        raise ValueError("the grid is not increasing and positive, or the density or error is negative")
+    if np.any(np.diff(cdf) < -1e-12) or cdf[0] < -error - 1e-9 or cdf[-1] > 1 + error + 1e-9:
+        raise ValueError("the table is not a distribution function")
+    return Distribution(x, cdf, rho, error, level, nodes)
+
+
+def cached_distribution(config: Config, cache: str | Path | None, tol: float = REPORT_TOL) -> Distribution:
+    """:func:`~gemhsa_sym.causal.causal_distribution` of ``config``, read from and written to the folder ``cache``
+    (none: computed)."""
+    if cache is None:
+        return causal_distribution(config, tol)
+    path = causal_cache_file(Path(cache), config, tol)
+    if path.is_file():
+        try:
+            return validated_distribution(json.loads(read_text(path, "cache")), config, tol)
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            warnings.warn(f"cache: {path} is not a valid causal law of this configuration ({exc}); recomputing it",
+                          stacklevel=2)
+    law = causal_distribution(config, tol)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(_entry(law, config, tol)), "cache")
+    return law
