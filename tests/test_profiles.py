@@ -4,6 +4,7 @@ two-block model and Monte Carlo (docs/equations.md §2.9, docs/solving.md §3.11
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 
 import numpy as np
 import pytest
@@ -124,3 +125,28 @@ def test_a_level_that_does_not_fit_in_memory_ends_the_refinement_with_the_error_
     with pytest.raises(MemoryError, match="^quadrature: 36 nodes"):
         monkeypatch.setattr(profiles, "MAX_BYTES", 1)
         stieltjes(triangular(), np.array([1 + 1j]))
+
+
+class Tabulated:
+    """A leveled model whose m at each level is a row of ``table`` (levels x points), recording the masks sent."""
+
+    def __init__(self, table: list[list[float]]) -> None:
+        self.table, self.sent = np.array(table, dtype=complex), []
+
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
+        for level, row in enumerate(self.table):
+            sent = yield level, 10 * (level + 1), row.copy()
+            self.sent.append(np.array(sent))
+
+
+def test_each_point_keeps_its_first_level_within_tolerance_and_only_the_rest_go_on() -> None:
+    """Three points: within 1e-3 at level 1, within it at level 2 (its level 3 value is never used), never (refused);
+    the masks sent name the points still above the tolerance."""
+    first, second, never = [1.0, 1.0001, 5.0, 5.0], [1.0, 1.2, 1.2005, 9.0], [1.0, 2.0, 3.0, 4.0]
+    model = Tabulated(np.array([first, second, never]).T.tolist())
+    with pytest.raises(ProfileError, match="changed m"):
+        stieltjes(model, np.array([1j, 2j, 3j]), tol=1e-3)
+    assert [s.tolist() for s in model.sent] == [[True] * 3, [False, True, True], [False, False, True], [False, False, True]]
+    values = stieltjes(Tabulated(np.array([first, second]).T.tolist()), np.array([1j, 2j]), tol=1e-3)
+    assert values.m.real.tolist() == [1.0001, 1.2005] and values.level == 2 and values.nodes == 30
+    assert values.error.tolist() == pytest.approx([1e-4, 5e-4])

@@ -15,7 +15,7 @@ moment: the laws of singular profiles (the causal layer) have none.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -95,8 +95,9 @@ class ProfiledModel:
                                                    self.quadrature(level))
         return self._systems[level]
 
-    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
-        """(level, nodes, m(w)) for every level in turn; BranchError where a point fails verification."""
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
+        """(level, nodes, m(w)) for every level in turn, every point solved (a mask sent is not needed: a level costs
+        seconds); BranchError where a point fails verification."""
         for level in range(len(LEVELS)):
             system = self.system(level)
             branch = follow_branch(system, w, max(start_height(system), 10 * float(np.max(np.abs(w)))), floor)
@@ -137,21 +138,25 @@ class LeveledModel(Protocol):
     """A law computed on ever finer discretisations: :class:`ProfiledModel`, and the masked scores of
     :class:`~.two_point.MaskedScoresModel`."""
 
-    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
-        """(level, nodes, m(w)) for every level in turn (``floor``: the height of the drivers' last step)."""
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
+        """(level, nodes, m(w)) for every level in turn (``floor``: the height of the drivers' last step); a boolean
+        mask sent to the generator names the points the next levels must solve (the others may be left as they are)."""
         ...
 
 
 def stieltjes(model: LeveledModel, w: Any, tol: float = 1e-6, floor: float | np.ndarray = 1e-4) -> ProfiledValues:
-    """m(w) on the upper half plane to ``tol`` (1 + |m|) in the level-to-level change (module docstring)."""
+    """m(w) on the upper half plane to ``tol`` (1 + |m|) in the level-to-level change (module docstring): each point
+    keeps the value of its first level within ``tol``, and the levels after it are asked (by ``send``) for the points
+    still above; ``level`` and ``nodes`` are those of the last level a point needed."""
     w = np.atleast_1d(np.asarray(w, dtype=complex))
     if not tol > 0:
         raise ValueError(f"tol: must be positive, got {tol}")
     previous, error, nodes = None, np.full(w.shape, np.inf), 0
+    active = np.ones(w.shape, dtype=bool)
     levels = model.levels(w, floor)
     while True:
         try:
-            level, nodes, m = next(levels)
+            level, nodes, m = next(levels) if previous is None else levels.send(active.copy())
         except StopIteration:
             break
         except MemoryError as exc:  # the next level does not fit: the last one reached is the answer's bound
@@ -160,8 +165,10 @@ def stieltjes(model: LeveledModel, w: Any, tol: float = 1e-6, floor: float | np.
             worst = float(np.max(error / (1 + np.abs(previous))))
             raise ProfileError(f"tol: m(w) changed by {worst:.2e} (1 + |m|) at {nodes} nodes, above {tol:g}, and {exc}") from None
         if previous is not None:
-            error = np.abs(m - previous)
-            if np.all(error <= tol * (1 + np.abs(m))):
+            m = np.where(active, m, previous)
+            error = np.where(active, np.abs(m - previous), error)
+            active = error > tol * (1 + np.abs(m))
+            if not np.any(active):
                 return ProfiledValues(w, m, error, level, nodes)
         previous = m
     worst = float(np.max(error / (1 + np.abs(previous))))

@@ -19,7 +19,7 @@ m(w) level after level for the drivers of :mod:`.profiled_law`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -327,22 +327,26 @@ class MaskedScoresModel:
             self._systems[level] = TwoPointSystem(self.pencil(rule.size), rule, self.scores, self.noise)
         return self._systems[level]
 
-    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
         """(level, nodes, m(w)) for every level in turn: from the second on, the Richardson extrapolation
         (p^2 m_p - q^2 m_q) / (p^2 - q^2) of this level's m_p and the last one's m_q (orders p > q), which removes
-        the order^-2 term. A point below ``floor`` (real targets) is solved at Im w = max(floor, :data:`RESOLUTION`
-        |w|), where the density is resolved on that scale. A progress bar counts the points on a terminal."""
+        the order^-2 term. A boolean mask sent to the generator names the points the next levels solve (the
+        others keep their last value). A point below ``floor`` (real targets) is solved at Im w = max(floor,
+        :data:`RESOLUTION` |w|), where the density is resolved on that scale. A progress bar counts the points on a
+        terminal."""
         below = w.imag < floor
         at = np.where(below, w.real + 1j * np.maximum(floor, RESOLUTION * np.abs(w)), w)
-        previous: tuple[int, np.ndarray] | None = None
+        raw, value = np.zeros(w.shape, dtype=complex), np.zeros(w.shape, dtype=complex)
+        active, previous = np.ones(w.shape, dtype=bool), None
         for level, (order, _) in enumerate(LEVELS):
             nodes = self.quadrature(level).size
-            with tqdm(total=w.size, desc=f"two-point equation, {nodes} nodes", unit="point", disable=None, leave=False,
-                      file=sys.stderr) as bar:
-                m = solve(self.system(level), at, finished=bar.update)[0]
-            if previous is None:
-                yield level, nodes, m
-            else:
-                q, coarse = previous
-                yield level, nodes, (order**2 * m - q**2 * coarse) / (order**2 - q**2)
-            previous = order, m
+            with tqdm(total=int(active.sum()), desc=f"two-point equation, {nodes} nodes", unit="point", disable=None,
+                      leave=False, file=sys.stderr) as bar:
+                m = solve(self.system(level), at[active], finished=bar.update)[0]
+            value[active] = m if previous is None else (order**2 * m - previous**2 * raw[active]) / (order**2 - previous**2)
+            raw[active], previous = m, order
+            sent = yield level, nodes, value.copy()
+            if sent is not None:
+                active = np.asarray(sent, dtype=bool) & active
+                if not np.any(active):
+                    return
