@@ -10,7 +10,7 @@ from gemhsa_sym.config import Config
 from gemhsa_sym.files import read_toml
 from gemhsa_sym.model_files import PolynomialModel, is_model
 
-__all__ = ["PRESETS", "load_config", "load_input", "read_input"]
+__all__ = ["PRESETS", "BIDIRECTIONAL_PRESETS", "load_config", "load_input", "read_input"]
 
 
 def _presets() -> dict[str, Config]:
@@ -32,12 +32,16 @@ def _presets() -> dict[str, Config]:
         "residual": single | dict(residual=1),
         "tokens-two-level": single | dict(tokens="covariance", token_covariance={"values": ["1/2", "3/2"], "weights": ["1/2", "1/2"]}),
         "heads-infinite": dict(heads="oo"),
+        "causal-single-head": single | dict(mask="causal"),
     }
     return {name: Config(name=name, **spec) for name, spec in specs.items()}
 
 
 #: Named configurations: beta = 1, n = d = d_out, softmax with row normalisation.
 PRESETS: dict[str, Config] = _presets()
+#: The presets without a mask, whose laws are spectral laws with moments, edges and P(m, w) (the causal ones have
+#: none: docs/extensions.md §8.6).
+BIDIRECTIONAL_PRESETS: tuple[str, ...] = tuple(name for name, config in PRESETS.items() if config.mask == "none")
 
 
 def read_input(path: str | Path) -> Config | PolynomialModel:

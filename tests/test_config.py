@@ -33,6 +33,7 @@ PRESET_FIELDS = {
     "residual": dict(heads=1, residual=1),
     "tokens-two-level": dict(heads=1, tokens="covariance", token_covariance=((R(1, 2), R(1, 2)), (R(3, 2), R(1, 2)))),
     "heads-infinite": dict(heads="oo", d_k=None, d_v=None, share_q="independent", share_k="independent"),
+    "causal-single-head": dict(heads=1, d_k=1, mask="causal"),
 }
 
 

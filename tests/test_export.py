@@ -119,11 +119,11 @@ def test_polynomial_models_read_from_toml(tmp_path: Path) -> None:
         polynomial_law({"polynomial": "X"})
 
 
-def test_library_has_every_preset_and_the_examples() -> None:
-    from gemhsa_sym.presets import PRESETS
+def test_library_has_every_bidirectional_preset_and_the_examples() -> None:
+    from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS
 
     names = {p.stem for p in LIBRARY.glob("*.toml")}
-    assert set(PRESETS) | {"marchenko-pastur", "wishart-product", "head-plus-noise"} <= names
+    assert set(BIDIRECTIONAL_PRESETS) | {"marchenko-pastur", "wishart-product", "head-plus-noise"} <= names
     for name in names:
         assert (LIBRARY / f"{name}.json").exists() and (LIBRARY / f"{name}.tex").exists()
     assert load(LIBRARY / "mqa.toml").config.name == "mqa"

@@ -177,6 +177,8 @@ CASES: dict[str, Case] = {
     "sweep plot folder": Case(("sweep", "single-head", "--vary", "beta=1,2", "--plot", "{dir}/no/s.png"), 2, "gemhsa-sym: error: plot: cannot write"),
     "claims out folder": Case(("claims", "--out", "{dir}"), 2, "gemhsa-sym: error: out: '{dir}' is a folder"),
     "claims presets": Case(("claims", "--presets", "nonesuch"), 2, "gemhsa-sym claims: error: argument --presets: unknown preset 'nonesuch'"),
+    "claims causal preset": Case(("claims", "--presets", "causal-single-head"), 2,
+                                 "gemhsa-sym claims: error: argument --presets: unknown preset 'causal-single-head'; choose from"),
     "claims n": Case(("claims", "--n", "7", "--out", "-"), 2, "gemhsa-sym: error: n: every preset needs integer sizes"),
     # --- the derivations library -------------------------------------------------------------
     "library missing": Case(("derivations", "--check", "--dir", "{dir}/none"), 2, "gemhsa-sym: error: dir: no derivations folder"),

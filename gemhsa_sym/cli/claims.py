@@ -17,7 +17,7 @@ from gemhsa_sym.cli.common import (
 )
 from gemhsa_sym.executors import open_executor, show_progress
 from gemhsa_sym.files import write_atomic
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS
 from gemhsa_sym.verification.claims import claims, render_markdown
 
 
@@ -40,8 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="token counts, each giving integer sizes for every preset (default 600,1000,2000)")
     parser.add_argument("--draws", type=integer("draws", 1, MAX_DRAWS), default=2, help="draws per sample set (default 2)")
     parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
-    parser.add_argument("--presets", type=_presets, default=tuple(PRESETS), metavar="NAME[,NAME...]",
-                        help="presets to derive and draw (default all); claims about others are marked not computed")
+    parser.add_argument("--presets", type=_presets, default=BIDIRECTIONAL_PRESETS, metavar="NAME[,NAME...]",
+                        help="presets without a mask to derive and draw (default all; the causal layers have their own "
+                             "section, run with all); claims about others are marked not computed")
     parser.add_argument("--cache", metavar="DIR", help="reuse (and store) the laws' summaries in DIR")
     parser.add_argument("--out", default=os.path.join("derivations", "claims.md"), metavar="FILE",
                         help="Markdown file to write (default derivations/claims.md; '-' for standard output)")
@@ -53,9 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _presets(spec: str) -> tuple[str, ...]:
     """``mha,mqa`` as preset names, checked."""
     names = tuple(name.strip() for name in spec.split(",") if name.strip())
-    unknown = [name for name in names if name not in PRESETS]
+    unknown = [name for name in names if name not in BIDIRECTIONAL_PRESETS]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown preset {(unknown or [spec])[0]!r}; choose from {', '.join(PRESETS)}")
+        raise argparse.ArgumentTypeError(f"unknown preset {(unknown or [spec])[0]!r}; choose from {', '.join(BIDIRECTIONAL_PRESETS)} "
+                                         "(a causal layer enters the causal section)")
     return names
 
 
@@ -66,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = claims(args.n, draws=args.draws, seed=args.seed, executor=executor,
                         progress=show_progress(args.quiet), cache=args.cache, presets=args.presets,
-                        backend=args.backend, device=args.device, causal=args.presets == tuple(PRESETS))
+                        backend=args.backend, device=args.device, causal=args.presets == BIDIRECTIONAL_PRESETS)
     command = f"gemhsa-sym claims --n {','.join(map(str, result.n))} --draws {result.draws} --seed {result.seed}"
-    if args.presets != tuple(PRESETS):
+    if args.presets != BIDIRECTIONAL_PRESETS:
         command += f" --presets {','.join(args.presets)}"
     if args.backend != "numpy":
         command += f" --backend {args.backend} --device {args.device}"
