@@ -34,8 +34,8 @@ from .free.two_point import MaskedScoresModel
 from .hermite import hermite_data
 from .model import MU1, SIGMA, gaussian_equivalent, head_sum
 
-__all__ = ["NOISE_PROFILE", "CDF_GRID", "MASKED_CDF_GRID", "QUANTILES", "causal_model", "causal_distribution",
-           "causal_report"]
+__all__ = ["NOISE_PROFILE", "CDF_GRID", "MASKED_CDF_GRID", "QUANTILES", "UNRESOLVED_TAIL", "causal_model",
+           "causal_distribution", "causal_tail", "causal_report"]
 
 #: The variance profile of the causal noise Z / t: s(t, u) = 1{u <= t} / t^2.
 NOISE_PROFILE = Profile(row=1 / T**2, region="lower")
@@ -49,6 +49,10 @@ MASKED_CDF_GRID: tuple[float, ...] = tuple(np.geomspace(1e-4, 1e4, 65))
 QUANTILES: tuple[float, ...] = (0.1, 0.5, 0.9, 0.99)
 #: Tolerance of the level-to-level change of m (docs/solving.md §3.11) in reports.
 REPORT_TOL = 1e-3
+#: Why the law of masked scores gives no tail exponent.
+UNRESOLVED_TAIL = ("the two-point levels grade the query positions over 8 octaves, and the largest eigenvalues come from the "
+                   "rows of the smallest positions (variance 1 / t^2): the law's tail above about 1e3 is cut, within the "
+                   "tolerance of F but not in its exponent (docs/extensions.md §8.6)")
 
 
 @functools.lru_cache(maxsize=8)
@@ -99,6 +103,12 @@ def causal_distribution(config: Config, tol: float = REPORT_TOL) -> Distribution
     return distribution(model, np.array(grid), tol)
 
 
+def causal_tail(config: Config, law: Distribution) -> float | None:
+    """The tail exponent of ``law`` (:meth:`~.free.profiled_law.Distribution.tail_exponent`, top fifth of its grid),
+    None for masked scores, whose discretisation cuts the tail (:data:`UNRESOLVED_TAIL`)."""
+    return None if isinstance(causal_model(config), MaskedScoresModel) else law.tail_exponent()
+
+
 def causal_report(config: Config, grid: np.ndarray | None = None) -> dict[str, Any]:
     """What ``derive`` reports of a causal configuration, JSON-able: the model, the equation in words, the
     quantiles, the tail exponent (top fifth of the grid), the achieved error, why there are no moments and
@@ -117,8 +127,9 @@ def causal_report(config: Config, grid: np.ndarray | None = None) -> dict[str, A
         "error": law.error,
         "quantiles": {"q": list(QUANTILES), "x": law.covered_quantiles(QUANTILES)},
         "mass_below_grid": [float(law.x[0]), float(law.cdf[0])],
-        "tail_exponent": law.tail_exponent(),
+        "tail_exponent": causal_tail(config, law),
         "tail_range": [float(top[0]), float(top[-1])],
+        **({"tail_reason": UNRESOLVED_TAIL} if causal_tail(config, law) is None else {}),
         "moments": "the law has a heavy tail, P(lambda > x) ~ c / x^kappa with kappa near 1 (row i of the noise has variance "
                    "n / i), so its mean and every higher moment diverge",
         "polynomial_reason": "the equation is function-valued in the positions; no finite polynomial system is eliminated",

@@ -162,3 +162,14 @@ def test_verify_of_a_causal_layer_prints_quantiles_and_tails(tmp_path: pytest.Te
         assert main(arguments) == 0
     assert json.loads(capsys.readouterr().out)["theory"] == report["theory"]
     assert json.loads(entry.read_text())["cdf"][0] == pytest.approx(report["theory"]["mass_below"][1])
+
+
+def test_the_tail_exponent_is_withheld_where_the_discretisation_cuts_the_tail() -> None:
+    """The square score's profiled law gives its exponent; softmax's masked scores give none, with the reason."""
+    from gemhsa_sym.causal import UNRESOLVED_TAIL, causal_tail
+    from gemhsa_sym.free.profiled_law import Distribution
+
+    x = np.geomspace(1.0, 1e4, 40)
+    pareto = Distribution(x, 1 - 1 / x, x**-2.0, 0.0, 0, 0)
+    assert causal_tail(SQUARE, pareto) == pytest.approx(1.0)
+    assert causal_tail(Config(mask="causal"), pareto) is None and "8 octaves" in UNRESOLVED_TAIL

@@ -121,8 +121,11 @@ def _run_causal(args: argparse.Namespace, config: Config) -> int:
     below, mass = report["mass_below_grid"]
     for q, x in zip(report["quantiles"]["q"], report["quantiles"]["x"]):
         print(f"quantile {q:g}: " + (f"{x:.6g}" if x is not None else f"below {below:g} (F({below:g}) = {mass:.4f})"))
-    print(f"tail: P(lambda > x) ~ c x^-kappa, kappa = {report['tail_exponent']:.3f} (fitted on [{report['tail_range'][0]:g}, "
-          f"{report['tail_range'][1]:g}])")
+    if report["tail_exponent"] is None:
+        print(f"tail: no exponent ({report['tail_reason']})")
+    else:
+        print(f"tail: P(lambda > x) ~ c x^-kappa, kappa = {report['tail_exponent']:.3f} (fitted on "
+              f"[{report['tail_range'][0]:g}, {report['tail_range'][1]:g}])")
     print(f"moments: none ({report['moments']})")
     print(f"P(m, w): none ({report['polynomial_reason']})")
     if args.grid is not None:

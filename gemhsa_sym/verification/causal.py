@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.causal import QUANTILES
+from gemhsa_sym.causal import QUANTILES, causal_tail
 from gemhsa_sym.config import Config
 from gemhsa_sym.free.profiled_law import Distribution
 from gemhsa_sym.sampler import sample
@@ -81,7 +81,7 @@ class CausalTheory:
 
     quantiles: list[float | None]
     mass_below: tuple[float, float]
-    tail: float
+    tail: float | None
     error: float
 
 
@@ -150,7 +150,7 @@ def verify_causal(config: Config, n: list[int], draws: int = 2, seed: int = 0, e
             tail_ge=hill(drawn["ge"]),
         ))
     theory = None if law is None else CausalTheory(law.covered_quantiles(QUANTILES), (float(law.x[0]), float(law.cdf[0])),
-                                                   law.tail_exponent(), law.error)
+                                                   causal_tail(config, law), law.error)
     return CausalVerification(config, draws, seed, theory, points, reason, drawn, law)
 
 
@@ -168,7 +168,7 @@ def format_causal(result: CausalVerification) -> str:
         below, mass = t.mass_below
         theory = ["<" + f"{below:g}" if x is None else f"{x:.4g}" for x in t.quantiles]
         lines.append(f"theory   quantiles {', '.join(theory)} at q = {', '.join(map(str, QUANTILES))}; F({below:g}) = "
-                     f"{mass:.4f}; tail exponent {t.tail:.3f}; achieved error of F {t.error:.1e}")
+                     f"{mass:.4f}; tail exponent {'not resolved' if t.tail is None else f'{t.tail:.3f}'}; achieved error of F {t.error:.1e}")
     lines.append("n        KS(th,sm) KS(th,GE) KS(sm,GE) floor    tail sm  tail GE  quantiles softmax | GE")
     for p in result.points:
         quantiles = ", ".join(f"{x:.4g}" for x in p.quantiles_softmax) + " | " + ", ".join(f"{x:.4g}" for x in p.quantiles_ge)

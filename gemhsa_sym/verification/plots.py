@@ -204,7 +204,7 @@ def plot_causal(result: CausalVerification, law: Distribution | None, path: str 
         right.loglog(x[:-1], survival[:-1], color=COLOURS[name], lw=0.8, label=f"{name}, n = {n}")
     left.set(xlabel="x", ylabel="F(x)", title="distribution function")
     right.set(xlabel="x", ylabel="P(lambda > x)",
-              title="tail" if result.theory is None else f"tail (theory kappa = {result.theory.tail:.2f})")
+              title="tail" if result.theory is None or result.theory.tail is None else f"tail (theory kappa = {result.theory.tail:.2f})")
     for ax in (left, right):
         ax.legend(fontsize=8)
     _save(fig, path)
