@@ -7,9 +7,10 @@ yields m(w) level after level (as does any :class:`LeveledModel`, such as the ma
 :mod:`.two_point`); the driver :func:`stieltjes` keeps each point's m at the first level where it
 differs from the previous level's by at most ``tol`` (1 + |m|), asks the next levels for the other
 points only, and reports that difference as the achieved error beside every value; a request that
-the last level cannot meet is refused with the error it reached. Densities are -Im m(x + i0) / pi; the distribution function comes from one contour
-integral (mass up to a point, atoms included) and the density integrated from there, so it needs no
-moment: the laws of singular profiles (the causal layer) have none.
+the last level cannot meet is refused with the error it reached. Densities are -Im m(x + i0) / pi;
+the distribution function comes from one contour integral (mass up to a point, atoms included) and
+the density integrated from there, so it needs no moment: the laws of singular profiles (the causal
+layer) have none.
 """
 
 from __future__ import annotations

@@ -60,11 +60,11 @@ class TwoPointSystem:
     """The equation of the module docstring for ``pencil`` at the nodes of ``rule`` with Hermite data mu_1^2 / r_k
     (``scores``) and sigma^2 (``noise``).
 
-    Every pairing of an occurrence with one of its transpose is a row of two sparse matrices per pair of
-    sides: one gathers the block entry it reads (summed over the key intervals under both masks, with
-    their lengths, when it reads the key side), one scatters it into eta (on every interval under both
-    masks when it lands on the key side); between them, the product of the two occurrences' weights and
-    the Gaussian's scale times the ratio of the side it reads."""
+    Every pairing of an occurrence with one of its transpose reads a block entry and lands in eta, times the
+    product of the two occurrences' weights and the Gaussian's scale times the ratio of the side it reads.
+    Off the key side it is a row of two sparse matrices (one gathers, one scatters); on the key side, where
+    it acts on the intervals up to its last masked node, :class:`.key_side.KeySide` reads the sums over those
+    intervals and writes the blocks of every interval, which are never stored."""
 
     def __init__(self, pencil: MaskedPencil, rule: Quadrature, scores: float, noise: float) -> None:
         if rule.size != pencil.nodes:
@@ -337,14 +337,14 @@ class MaskedScoresModel:
         below = w.imag < floor
         at = np.where(below, w.real + 1j * np.maximum(floor, RESOLUTION * np.abs(w)), w)
         raw, value = np.zeros(w.shape, dtype=complex), np.zeros(w.shape, dtype=complex)
-        active, previous = np.ones(w.shape, dtype=bool), None
+        active, coarser = np.ones(w.shape, dtype=bool), None
         for level, (order, _) in enumerate(LEVELS):
             nodes = self.quadrature(level).size
             with tqdm(total=int(active.sum()), desc=f"two-point equation, {nodes} nodes", unit="point", disable=None,
                       leave=False, file=sys.stderr) as bar:
                 m = solve(self.system(level), at[active], finished=bar.update)[0]
-            value[active] = m if previous is None else (order**2 * m - previous**2 * raw[active]) / (order**2 - previous**2)
-            raw[active], previous = m, order
+            value[active] = m if coarser is None else (order**2 * m - coarser**2 * raw[active]) / (order**2 - coarser**2)
+            raw[active], coarser = m, order
             sent = yield level, nodes, value.copy()
             if sent is not None:
                 active = np.asarray(sent, dtype=bool) & active
