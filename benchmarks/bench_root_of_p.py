@@ -20,7 +20,7 @@ import numpy as np
 from timing import best_times
 
 from gemhsa_sym.derive import derive
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS, PRESETS
 
 
 def main() -> None:
@@ -29,12 +29,12 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=1000, help="grid points (default 1000)")
     parser.add_argument("--repeat", type=int, default=1, help="timed calls per path, best kept (default 1)")
     args = parser.parse_args()
-    unknown = sorted(set(args.presets) - set(PRESETS))
+    unknown = sorted(set(args.presets) - set(BIDIRECTIONAL_PRESETS))
     if unknown:
-        parser.error(f"unknown presets: {', '.join(unknown)}; choose from {', '.join(PRESETS)}")
+        parser.error(f"unknown presets: {', '.join(unknown)}; choose from {', '.join(BIDIRECTIONAL_PRESETS)}")
     print("| preset | P degree (m, w) | P found in (s) | Dyson (s) | root of P (s) | ratio | density diff | m diff |")
     print("|---|---|---|---|---|---|---|---|", flush=True)
-    for name in args.presets or list(PRESETS):
+    for name in args.presets or list(BIDIRECTIONAL_PRESETS):
         probe = derive(PRESETS[name])
         top = float(probe.edges(dps=16)[-1].location)
         x = np.linspace(0, 1.1 * top, args.points + 1)[1:]

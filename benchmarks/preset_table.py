@@ -20,11 +20,11 @@ from scipy import stats
 
 from gemhsa_sym.config import Config
 from gemhsa_sym.derive import derive
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS, PRESETS
 from gemhsa_sym.sampler import sample
 
 #: (preset, beta) rows of the table.
-ROWS: tuple[tuple[str, str], ...] = tuple((name, "1") for name in PRESETS) + (("single-head", "1/2"), ("mha", "1/2"))
+ROWS: tuple[tuple[str, str], ...] = tuple((name, "1") for name in BIDIRECTIONAL_PRESETS) + (("single-head", "1/2"), ("mha", "1/2"))
 #: Seed offset of the second, independent GE sample set (the floor).
 FLOOR_SEED_OFFSET = 1000
 
@@ -69,9 +69,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11, help="seed of the GE and softmax samples (default 11)")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes of the sampler (default 1)")
     args = parser.parse_args()
-    unknown = sorted(set(args.presets) - set(PRESETS))
+    unknown = sorted(set(args.presets) - set(BIDIRECTIONAL_PRESETS))
     if unknown:
-        parser.error(f"unknown presets: {', '.join(unknown)}; choose from {', '.join(PRESETS)}")
+        parser.error(f"unknown presets: {', '.join(unknown)}; choose from {', '.join(BIDIRECTIONAL_PRESETS)}")
     rows = [r for r in ROWS if not args.presets or r[0] in args.presets]
     print(f"n = {args.n}, {args.draws} draws per sample set, seeds {args.seed} and {args.seed + FLOOR_SEED_OFFSET}")
     print(HEADER, flush=True)

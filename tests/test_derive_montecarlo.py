@@ -18,7 +18,7 @@ from scipy import stats
 
 from gemhsa_sym.config import Config
 from gemhsa_sym.derive import AttentionLaw, derive
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS, PRESETS
 from gemhsa_sym.sampler import sample
 
 #: Points where transforms are compared: in the bulk near 0 (median eigenvalue about
@@ -64,7 +64,7 @@ def probe_errors(law: AttentionLaw, eigenvalues: np.ndarray) -> np.ndarray:
 
 
 #: The presets that can be drawn: infinitely many heads cannot (tests/test_heads_limit.py draws finitely many).
-DRAWN = [name for name, config in PRESETS.items() if not config.infinite_heads]
+DRAWN = [name for name in BIDIRECTIONAL_PRESETS if not PRESETS[name].infinite_heads]
 
 
 @pytest.mark.parametrize("name", DRAWN)
