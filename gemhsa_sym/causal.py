@@ -115,6 +115,7 @@ def causal_report(config: Config, grid: np.ndarray | None = None) -> dict[str, A
     no P(m, w), and the density on ``grid``."""
     model = causal_model(config)
     law = causal_distribution(config)
+    tail = causal_tail(config, law)
     coefficients = hermite_data(config.score, config.beta * config.score_scale, config.normalisation)
     top = law.x[-max(2, len(law.x) // 5):]
     report: dict[str, Any] = {
@@ -127,9 +128,9 @@ def causal_report(config: Config, grid: np.ndarray | None = None) -> dict[str, A
         "error": law.error,
         "quantiles": {"q": list(QUANTILES), "x": law.covered_quantiles(QUANTILES)},
         "mass_below_grid": [float(law.x[0]), float(law.cdf[0])],
-        "tail_exponent": causal_tail(config, law),
+        "tail_exponent": tail,
         "tail_range": [float(top[0]), float(top[-1])],
-        **({"tail_reason": UNRESOLVED_TAIL} if causal_tail(config, law) is None else {}),
+        **({"tail_reason": UNRESOLVED_TAIL} if tail is None else {}),
         "moments": "the law has a heavy tail, P(lambda > x) ~ c / x^kappa with kappa near 1 (row i of the noise has variance "
                    "n / i), so its mean and every higher moment diverge",
         "polynomial_reason": "the equation is function-valued in the positions; no finite polynomial system is eliminated",
