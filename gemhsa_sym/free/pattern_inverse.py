@@ -51,9 +51,9 @@ class PatternInverse:
             members = np.array(sorted(component))
             seen[members] = True
             self.parts.append(self._split(members, linked, pattern))
-        #: per part: whether G_CR and G_RR are wanted, and the rows of R with a wanted entry in G_RC
-        self.needs = [(bool(wanted[np.ix_(C, R)].any()), bool(wanted[np.ix_(R, R)].any()), R[wanted[np.ix_(R, C)].any(axis=1)])
-                      for C, R in self.parts]
+        #: per part: whether G_CR and G_RR are wanted, and the positions in R of the rows with a wanted entry in G_RC
+        self.needs = [(bool(wanted[np.ix_(C, R)].any()), bool(wanted[np.ix_(R, R)].any()),
+                       np.flatnonzero(wanted[np.ix_(R, C)].any(axis=1))) for C, R in self.parts]
 
     @staticmethod
     def _split(members: np.ndarray, linked: np.ndarray, pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -99,15 +99,15 @@ class PatternInverse:
             if R.size == 0:
                 G[..., C[:, None], C] = np.linalg.inv(M[..., C[:, None], C])
                 continue
-            MCR = M[..., C[:, None], R]
-            S = np.linalg.inv(M[..., C[:, None], C] + MCR @ M[..., R[:, None], C])
+            MCR, MRC = M[..., C[:, None], R], M[..., R[:, None], C]
+            S = np.linalg.inv(M[..., C[:, None], C] + MCR @ MRC)
             G[..., C[:, None], C] = S
             if cr:
                 G[..., C[:, None], R] = S @ MCR
             if rr:
-                left = M[..., R[:, None], C] @ S
+                left = MRC @ S
                 G[..., R[:, None], C] = left
                 G[..., R[:, None], R] = left @ MCR - np.eye(R.size)
             elif rows.size:
-                G[..., rows[:, None], C] = M[..., rows[:, None], C] @ S
+                G[..., R[rows][:, None], C] = MRC[..., rows, :] @ S
         return G
