@@ -33,6 +33,7 @@ def _presets() -> dict[str, Config]:
         "tokens-two-level": single | dict(tokens="covariance", token_covariance={"values": ["1/2", "3/2"], "weights": ["1/2", "1/2"]}),
         "heads-infinite": dict(heads="oo"),
         "causal-single-head": single | dict(mask="causal"),
+        "causal-mha": mha | dict(mask="causal"),
     }
     return {name: Config(name=name, **spec) for name, spec in specs.items()}
 

@@ -182,6 +182,7 @@ def test_claims_causal_section_verdicts_are_computed(theory) -> None:
                   "shared": CausalVerification(CAUSAL["softmax"], 2, 0, None, points(gaps, None), "no law")}
         text = render_markdown(ClaimsResult([40], 2, 0, {"single-head": theory}, rows, {}, causal), "gemhsa-sym claims")
         assert "## Causal attention (a decoder layer)" in text and verdict in text
+        assert f"Verdict (softmax): KS(softmax, GE) {verdict}" in text and "Verdict (square):" not in text
         assert "| shared | 500 | no law | no law |" in text and "Verdict (shared law)" not in text
         assert "Verdict (square law): KS(theory, GE) at n = 2000 is 0.0035 against the floor 0.0020: **within**" in text
         assert "Verdict (softmax law): KS(theory, GE) at n = 2000 is 0.0095 against the floor 0.0020: **beyond**" in text

@@ -34,6 +34,7 @@ PRESET_FIELDS = {
     "tokens-two-level": dict(heads=1, tokens="covariance", token_covariance=((R(1, 2), R(1, 2)), (R(3, 2), R(1, 2)))),
     "heads-infinite": dict(heads="oo", d_k=None, d_v=None, share_q="independent", share_k="independent"),
     "causal-single-head": dict(heads=1, d_k=1, mask="causal"),
+    "causal-mha": dict(heads=4, d_k=R(1, 4), d_v=R(1, 4), mask="causal"),
 }
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from gemhsa_sym.causal import causal_model
 from gemhsa_sym.config import Config
+from gemhsa_sym.free.head_orbits import side_blocks
 from gemhsa_sym.free.masked_pencil import MaskedPencil, Occurrence, heads_pencil, weightless_pencil
 from gemhsa_sym.free.profiled_law import stieltjes
 from gemhsa_sym.free.profiles import Quadrature
@@ -185,8 +186,8 @@ def test_pattern_inverse_of_wanted_entries_skips_the_rest() -> None:
 
 
 def test_key_side_sums_match_the_inverses_of_every_interval() -> None:
-    """Pairings with random values, columns and last intervals: the Woodbury chain's reads against sum_{j <= J} len_j
-    (Lambda - E_j)^-1[a, b], every E_j written out and inverted densely."""
+    """Pairings with random values, coefficients, columns and last intervals: the Woodbury chain's reads against
+    sum_{j <= J} len_j (Lambda - E_j)^-1[a, b], every E_j written out and inverted densely."""
     from gemhsa_sym.free.key_side import KeySide
 
     rng = np.random.default_rng(6)
@@ -198,13 +199,56 @@ def test_key_side_sums_match_the_inverses_of_every_interval() -> None:
     values = 0.1 * (rng.standard_normal((count, points)) + 1j * rng.standard_normal((count, points)))
     lam = np.repeat(-np.eye(size, dtype=complex)[None], points, 0)
     lam[:, 0, 0] = -(0.5 + 1j) * np.arange(1, points + 1)
-    got = KeySide(size, lengths, writes, reads, count)(lam, values)
+    coefficients = rng.uniform(-2.0, 2.0, count)
+    got = KeySide(size, lengths, writes, reads, count, coefficients)(lam, values)
     G = []
     for j in range(K):
         E = np.zeros((points, size, size), dtype=complex)
-        for v, a, b, J in writes:
+        for (v, a, b, J), c in zip(writes, coefficients):
             if J >= j:
-                E[:, a, b] += values[v]
+                E[:, a, b] += c * values[v]
         G.append(np.linalg.inv(lam - E))
     want = np.array([[sum(lengths[j] * G[j][p, a, b] for j in range(J + 1)) for a, b, J in reads] for p in range(points)])
     assert np.max(np.abs(got - want)) < 1e-12 * np.max(np.abs(want))
+
+
+@pytest.mark.parametrize("heads", [2, 3, 4])
+def test_two_heads_standing_for_all_equal_every_head_written_out(heads: int) -> None:
+    """The reduced pencil (two labelled heads, orbits counted, sides inverted in their blocks; docs/solving.md
+    §3.14) against the pencil with every head written out, H d_k = d: the same m to the iteration's tolerance."""
+    rule = Quadrature.graded(1, 3, 3)
+    ratios = {"d": 1.0, "d_k": 1 / heads, "d_v": 1 / heads, "d_out": 0.5}
+    full = solve(TwoPointSystem(heads_pencil(rule.size, heads, ratios, reduced=False), rule, 4.0, math.e - 2), POINTS, 1e-13)[0]
+    reduced = solve(TwoPointSystem(heads_pencil(rule.size, heads, ratios), rule, 4.0, math.e - 2), POINTS, 1e-13)[0]
+    assert np.max(np.abs(full - reduced)) < 1e-11
+
+
+def test_side_blocks_invert_a_matrix_symmetric_in_its_heads() -> None:
+    """A random matrix over O shared variables and H copies of T, unchanged by permuting the copies: its entries on
+    two copies taken into the blocks, inverted there and read back, against numpy's inverse of the whole matrix."""
+    rng = np.random.default_rng(8)
+    o, t, H = 2, 3, 4
+
+    def random(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+    MOO, MOT, MTO, A, B = random(o, o), random(o, t), random(t, o), random(t, t), random(t, t)
+    full = np.block([[MOO, np.tile(MOT, H)], [np.tile(MTO, (H, 1)), np.kron(np.eye(H), A - B) + np.kron(np.ones((H, H)), B)]])
+    labels = [(None, None)] * o + [(0, f"x{i}") for i in range(t)] + [(1, f"x{i}") for i in range(t)]
+    two = full[: o + 2 * t, : o + 2 * t]  # the shared variables and the first two copies
+    blocks = side_blocks(labels, H)
+    back = sum(block.back @ np.linalg.inv((block.into @ two.reshape(-1)).reshape(block.size, block.size)).reshape(-1)
+               for block in blocks)
+    assert len(blocks) == 2 and [b.size for b in blocks] == [o + t, t]
+    assert np.max(np.abs(back.reshape(two.shape) - np.linalg.inv(full)[: o + 2 * t, : o + 2 * t])) < 1e-12
+
+
+def test_a_pencil_whose_heads_differ_is_refused() -> None:
+    rule_size, ratios = 2, {"d": 1.0, "d_k": 0.5, "d_v": 0.5, "d_out": 1.0}
+    pencil = heads_pencil(rule_size, 2, ratios)
+    with pytest.raises(ValueError, match="^labels: on side d the two heads"):
+        MaskedPencil(pencil.sides, pencil.gaussians, pencil.occurrences, pencil.ratios, "r", pencil.delta, "d", pencil.links,
+                     2, tuple(label for label in pencil.labels if label[0] != "b1"))
+    with pytest.raises(ValueError, match="^labels: X in row p0, column v0 joins two heads"):
+        MaskedPencil(pencil.sides, pencil.gaussians, pencil.occurrences, pencil.ratios, "r", pencil.delta, "d", pencil.links,
+                     2, tuple((name, 1 - h if name in ("p0", "p1") else h, t) for name, h, t in pencil.labels))

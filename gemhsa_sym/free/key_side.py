@@ -22,11 +22,12 @@ __all__ = ["KeySide"]
 
 
 class KeySide:
-    """The pairings that write the key side (``writes``: rows of (value index, row a, column b, last interval J))
-    and those that read it (``reads``: rows of (a, b, J)), on a side of ``size`` variables and intervals of
-    ``lengths``; ``values`` is the number of pairing values a call receives."""
+    """The pairings that write the key side (``writes``: rows of (value index, row a, column b, last interval J),
+    times ``coefficients``, 1 by default) and those that read it (``reads``: rows of (a, b, J)), on a side of
+    ``size`` variables and intervals of ``lengths``; ``values`` is the number of pairing values a call receives."""
 
-    def __init__(self, size: int, lengths: np.ndarray, writes: np.ndarray, reads: np.ndarray, values: int) -> None:
+    def __init__(self, size: int, lengths: np.ndarray, writes: np.ndarray, reads: np.ndarray, values: int,
+                 coefficients: np.ndarray | None = None) -> None:
         writes, reads = np.asarray(writes, dtype=int).reshape(-1, 4), np.asarray(reads, dtype=int).reshape(-1, 3)
         K = lengths.size
         if np.any((writes[:, 1:3] < 0) | (writes[:, 1:3] >= size)) or np.any((reads[:, :2] < 0) | (reads[:, :2] >= size)):
@@ -42,7 +43,8 @@ class KeySide:
         position = np.array([np.searchsorted(self.columns[j], b) for j, b in zip(J, writes[:, 2])], dtype=int)
         flat = self._offsets[J] + writes[:, 1] * widths[J] + position
         # one matrix scatters the values into every D_j[:, c], stored side by side (row-major, s x r_j each)
-        self._scatter = sparse.csr_matrix((np.ones(len(writes)), (flat, writes[:, 0])), (int(self._offsets[-1]), values))
+        scale = np.ones(len(writes)) if coefficients is None else np.asarray(coefficients, dtype=float)
+        self._scatter = sparse.csr_matrix((scale, (flat, writes[:, 0])), (int(self._offsets[-1]), values))
         self._reads = reads
         #: for interval j >= 1: the reads with J = j - 1, which subtract T_j
         self._due = [np.flatnonzero(reads[:, 2] == j - 1) for j in range(K)]

@@ -18,6 +18,7 @@ t_k^2) and, for X^T, the mask of their node.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 __all__ = ["WEIGHTS", "Occurrence", "MaskedPencil", "heads_pencil", "weightless_pencil"]
@@ -52,7 +53,9 @@ class MaskedPencil:
     side, variance scale s: entries N(0, s / N)), the occurrences, the side ratios (size / n), the
     output variable r, the pairs (b, b') whose tau sum to phi_k tau(C_k R) n / N_feature at node k
     (:attr:`delta`, one tuple per node), the side of those pairs, and the links (row, column, value) of
-    Lambda off its diagonal."""
+    Lambda off its diagonal. A pencil of ``exchangeable`` H >= 2 heads may be written for two of them: ``labels``
+    then names the head (0 or 1) and the template of every variable and Gaussian of a head, and the equation
+    counts every orbit of heads once (docs/solving.md §3.14)."""
 
     sides: tuple[tuple[str, tuple[str, ...]], ...]
     gaussians: tuple[tuple[str, tuple[str, str, float]], ...]
@@ -62,6 +65,8 @@ class MaskedPencil:
     delta: tuple[tuple[tuple[str, str], ...], ...]
     feature: str
     links: tuple[tuple[str, str, float], ...]
+    exchangeable: int = 1
+    labels: tuple[tuple[str, int, str], ...] = ()
 
     def __post_init__(self) -> None:
         names = [v for _, vs in self.sides for v in vs]
@@ -82,6 +87,36 @@ class MaskedPencil:
                 raise ValueError(f"occurrences: {o.gaussian} in row {o.row} is masked but does not read the key side")
         if self.output not in known or any(self.side_of(b) != self.feature for pairs in self.delta for p in pairs for b in p):
             raise ValueError("delta: the pairs of every node must lie on the feature side")
+        self._check_labels(known | set(gaussians))
+
+    def _check_labels(self, names: set[str]) -> None:
+        """Labels name known variables or Gaussians, heads 0 and 1 hold the same templates side by side, and an
+        occurrence lies in one head."""
+        if self.exchangeable < 1:
+            raise ValueError(f"exchangeable: at least one head, not {self.exchangeable}")
+        for name, label, _ in self.labels:
+            if name not in names or label not in (0, 1):
+                raise ValueError(f"labels: {name!r} with head {label!r} is no variable or Gaussian of head 0 or 1")
+        if self.exchangeable >= 2:
+            for side, variables in self.sides:
+                heads = [{t for name, label, t in self.labels if name in variables and label == h} for h in (0, 1)]
+                if heads[0] != heads[1]:
+                    raise ValueError(f"labels: on side {side} the two heads written out hold different templates")
+        for o in self.occurrences:
+            if len({self.label(x) for x in (o.gaussian, o.row, o.col)} - {None}) > 1:
+                raise ValueError(f"labels: {o.gaussian} in row {o.row}, column {o.col} joins two heads")
+
+    @functools.cached_property
+    def _labelled(self) -> dict[str, tuple[int, str]]:
+        return {name: (label, template) for name, label, template in self.labels}
+
+    def label(self, name: str) -> int | None:
+        """The head label of a variable or Gaussian, None for those the heads share."""
+        return self._labelled.get(name, (None, None))[0]
+
+    def template(self, name: str) -> str | None:
+        """The template a labelled variable or Gaussian copies, None for those the heads share."""
+        return self._labelled.get(name, (None, None))[1]
 
     def side_of(self, variable: str) -> str:
         """The side of ``variable``."""
@@ -107,7 +142,7 @@ def weightless_pencil(nodes: int, gamma: float) -> MaskedPencil:
                         (("r", "b", 1.0), *(("b", f"b{k}", 1.0) for k in K)))
 
 
-def heads_pencil(nodes: int, heads: int, ratios: dict[str, float]) -> MaskedPencil:
+def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool = True) -> MaskedPencil:
     """The pencil of H = sum_k phi_k C_k for ``heads`` heads with their own W_Q, W_K, W_V, W_O (module
     docstring): ``ratios`` of the sides "d", "d_k", "d_v", "d_out" to n; weights N(0, 1 / (d N)) for W_Q,
     W_K, W_V and N(0, 1 / (H d_v N)) for W_O, as the bidirectional layer's (docs/model.md §1.1).
@@ -115,10 +150,13 @@ def heads_pencil(nodes: int, heads: int, ratios: dict[str, float]) -> MaskedPenc
     Variables, per head h and node k: v1 = W_O r, v = W_V v1, p = X v, s_k = X^T P_k p, f_k = W_K^T s_k;
     a_k = sum_h W_Q f_k (shared by the heads: one query per row), e_k = W_Q^T a_k, o_k = W_K e_k,
     q_k = X o_k, b_k = psi_k X^T P_k q_k + chi_k X^T P_k p, b = sum_k b_k, c = W_V^T b, and in row r:
-    sum_h W_O^T c - w r."""
+    sum_h W_O^T c - w r.
+
+    ``reduced``: two heads written out, labelled, standing for all of them (docs/solving.md §3.14); else every head
+    written out."""
     if heads < 1 or nodes < 1:
         raise ValueError("heads, nodes: at least one of each")
-    K, Hs = range(nodes), range(heads)
+    K, Hs = range(nodes), range(min(heads, 2) if reduced else heads)
     d = [f"{x}{h}" for h in Hs for x in ("v", "b")] + [f"a{k}" for k in K]
     d += [f"{x}{h}_{k}" for h in Hs for k in K for x in ("s", "o", "b")]
     dk = [f"{x}{h}_{k}" for h in Hs for k in K for x in ("f", "e")]
@@ -142,4 +180,9 @@ def heads_pencil(nodes: int, heads: int, ratios: dict[str, float]) -> MaskedPenc
     # tr(C_k R) = sum over heads h, h' of tau of the block (b_k of h', b of h): the mu_1 part couples the heads
     delta = tuple(tuple((f"b{g}_{k}", f"b{h}") for g in Hs for h in Hs) for k in K)
     side_ratios = (("d_out", ratios["d_out"]), ("d_v", ratios["d_v"]), ("d", ratios["d"]), ("d_k", ratios["d_k"]), ("n", 1.0))
-    return MaskedPencil(sides, tuple(gaussians), tuple(occ), side_ratios, "r", delta, "d", links)
+    if not reduced:
+        return MaskedPencil(sides, tuple(gaussians), tuple(occ), side_ratios, "r", delta, "d", links)
+    templates = [f"W_{x}{{h}}" for x in "QKVO"] + [f"{x}{{h}}" for x in ("v1", "c", "v", "b", "p")]
+    templates += [f"{x}{{h}}_{k}" for k in K for x in ("s", "o", "b", "f", "e", "q")]
+    labels = tuple((t.format(h=h), h, t.format(h="")) for h in Hs for t in templates)
+    return MaskedPencil(sides, tuple(gaussians), tuple(occ), side_ratios, "r", delta, "d", links, heads, labels)

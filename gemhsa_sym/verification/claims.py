@@ -14,8 +14,8 @@ are computed, never written in:
   symbolically equal; "law changed" otherwise. Monte Carlo: KS between the two
   configurations' softmax samples beside the floor.
 - Head allocation: "narrows" when mu_2 and the top edge decrease strictly with H.
-- Causal attention (docs/extensions.md §8.6): for the causal softmax layer, KS(softmax, GE) against
-  n and its fitted exponent, "shrinks" when the exponent is at most STALLED_EXPONENT and the gap
+- Causal attention (docs/extensions.md §8.6): for the causal softmax layers (one head, four heads),
+  KS(softmax, GE) against n and its fitted exponent, "shrinks" when the exponent is at most STALLED_EXPONENT and the gap
   falls from the smallest to the largest n; for every causal layer of the section (softmax by the
   two-point equation, the square score by its variance profile), KS(theory, GE) within the floor +
   0.002 at the largest n or beyond it.
@@ -59,10 +59,10 @@ SAMPLE_HEADS = 40
 ATTENTION_BETAS: tuple[str, ...] = ("1/4", "1/2", "3/4", "1", "5/4", "3/2")
 #: Relative agreement of the Stieltjes transforms for "law preserved".
 PROBE_TOL = 1e-10
-#: The causal layers of the causal section (one head, unit ratios, beta = 1): softmax, compared by its samples
-#: and by its law (the two-point equation of its masked scores), and the square score (mu_1 = 0), whose law is its
-#: noise's variance profile.
-CAUSAL: dict[str, Config] = {"softmax": PRESETS["causal-single-head"],
+#: The causal layers of the causal section (unit ratios, beta = 1): softmax with one head and with four (H d_k = d),
+#: compared by their samples and by their laws (the two-point equation of their masked scores), and the square score
+#: (mu_1 = 0, one head), whose law is its noise's variance profile.
+CAUSAL: dict[str, Config] = {"softmax": PRESETS["causal-single-head"], "softmax, 4 heads": PRESETS["causal-mha"],
                              "square": Config(mask="causal", score="square")}
 #: A fitted exponent of n above this: the gap has stopped shrinking (slower than n^{-1/4}).
 STALLED_EXPONENT = -0.25
@@ -189,10 +189,11 @@ def _causal_section(result: ClaimsResult) -> list[str]:
     if not result.causal:
         return []
     lines = ["", "## Causal attention (a decoder layer)", "",
-             "One head, unit ratios, beta = 1; query i sees the keys j <= i. GE = the conjectured Gaussian equivalent",
-             "(c_0 + mu_1 S0_ij + sigma Z_ij) / i on j <= i. The theory leaves out the uniform part c_0 / i: for softmax",
-             "(mu_1 = 1) it is the two-point Dyson equation of the masked scores, for the square score (mu_1 = 0) the",
-             "variance profile of the noise. The law has no moments: medians and 99 % quantiles instead.", "",
+             "Unit ratios, beta = 1, one head (four with H d_k = d where said); query i sees the keys j <= i. GE = the",
+             "conjectured Gaussian equivalent (c_0 + mu_1 S0_ij + sigma Z_ij) / i on j <= i. The theory leaves out the",
+             "uniform part c_0 / i: for softmax (mu_1 = 1) it is the two-point Dyson equation of the masked scores, for the",
+             "square score (mu_1 = 0) the variance profile of the noise. The law has no moments: medians and 99 %",
+             "quantiles instead.", "",
              "| score | n | KS(theory, softmax) | KS(theory, GE) | KS(softmax, GE) | floor | median softmax / GE | "
              "99 % quantile softmax / GE |", "|---|---|---|---|---|---|---|---|"]
 
@@ -205,12 +206,13 @@ def _causal_section(result: ClaimsResult) -> list[str]:
                          f"{p.floor:.4f} | {p.quantiles_softmax[1]:.4g} / {p.quantiles_ge[1]:.4g} | "
                          f"{p.quantiles_softmax[3]:.4g} / {p.quantiles_ge[3]:.4g} |")
     lines.append("")
-    softmax = result.causal.get("softmax")
-    if softmax is not None and len(softmax.points) > 1:
-        a = softmax.exponents()["ks_softmax_ge"]
-        first, last = softmax.points[0], softmax.points[-1]
+    for score, v in result.causal.items():
+        if v.config.score != "softmax" or len(v.points) < 2:
+            continue
+        a = v.exponents()["ks_softmax_ge"]
+        first, last = v.points[0], v.points[-1]
         shrinks = a <= STALLED_EXPONENT and last.ks_softmax_ge < first.ks_softmax_ge
-        lines.append(f"Verdict (softmax): KS(softmax, GE) **{'shrinks' if shrinks else 'does not shrink'}**, fitted as "
+        lines.append(f"Verdict ({score}): KS(softmax, GE) **{'shrinks' if shrinks else 'does not shrink'}**, fitted as "
                      f"n^{a:.2f} over n = {first.n} .. {last.n}; at n = {last.n} it is {last.ks_softmax_ge / last.floor:.1f} "
                      "times the floor.")
     for score, v in result.causal.items():
