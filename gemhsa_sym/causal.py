@@ -109,12 +109,12 @@ def causal_tail(config: Config, law: Distribution) -> float | None:
     return None if isinstance(causal_model(config), MaskedScoresModel) else law.tail_exponent()
 
 
-def causal_report(config: Config, grid: np.ndarray | None = None) -> dict[str, Any]:
+def causal_report(config: Config, grid: np.ndarray | None = None, law: Distribution | None = None) -> dict[str, Any]:
     """What ``derive`` reports of a causal configuration, JSON-able: the model, the equation in words, the
     quantiles, the tail exponent (top fifth of the grid), the achieved error, why there are no moments and
-    no P(m, w), and the density on ``grid``."""
+    no P(m, w), the distribution function (of ``law``, computed when not given) and the density on ``grid``."""
     model = causal_model(config)
-    law = causal_distribution(config)
+    law = causal_distribution(config) if law is None else law
     tail = causal_tail(config, law)
     coefficients = hermite_data(config.score, config.beta * config.score_scale, config.normalisation)
     top = law.x[-max(2, len(law.x) // 5):]
@@ -135,7 +135,7 @@ def causal_report(config: Config, grid: np.ndarray | None = None) -> dict[str, A
                    "n / i), so its mean and every higher moment diverge",
         "polynomial_reason": "the equation is function-valued in the positions; no finite polynomial system is eliminated",
         "grid_points": len(law.x),
-        "cdf": {"x": law.x.tolist(), "F": law.cdf.tolist()},
+        "cdf": {"x": law.x.tolist(), "F": law.cdf.tolist(), "density": law.density.tolist()},
     }
     if grid is not None:
         values = density(model, grid, REPORT_TOL)

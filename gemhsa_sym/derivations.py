@@ -13,6 +13,11 @@ by :func:`~gemhsa_sym.presets.read_input`.
 files: exact fields must be equal, numbers equal to their stated precision,
 and the committed document must be the document of the committed record.
 
+A causal configuration's record is that of :mod:`gemhsa_sym.causal_record` (its law has no moments
+and no P(m, w), and costs tens of minutes): ``--write`` computes the law (or reads it from a cache
+folder), and :func:`check` reads the committed distribution function back, regenerates every other
+field from it and the configuration, and solves the probes again (docs/exports.md §5.5).
+
 A derivation may also have a verification record, ``NAME.verify.json``: the JSON of
 ``gemhsa-sym verify`` (:func:`~gemhsa_sym.verification.compare.verify`) at
 :data:`VERIFY_N` with :data:`VERIFY_DRAWS` draws and seed 0, written by
@@ -33,6 +38,8 @@ from typing import Any
 
 import sympy as sp
 
+from .causal_document import causal_document
+from .causal_record import causal_record, probe_differences, record_law
 from .config import Config
 from .derive import law_of
 from .files import read_text, write_atomic
@@ -40,6 +47,8 @@ from .free.document import document
 from .free.law import SpectralLaw
 from .free.record import LawRecord, record_from_json
 from .presets import read_input
+from .verification.causal import verify_causal
+from .verification.causal_cache import cached_distribution
 from .verification.claims import SAMPLE_HEADS
 from .verification.compare import verify
 
@@ -110,6 +119,15 @@ def verification(path: Path) -> dict[str, Any] | None:
         data = json.loads(read_text(file, "verification"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{file.name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    if isinstance(data, dict) and "points" in data:
+        points = data["points"]
+        if not (isinstance(points, list) and points and isinstance(data.get("seed"), int) and isinstance(data.get("draws"), int)
+                and all(isinstance(p, dict) and isinstance(p.get("n"), int) and _numbers(p, "ks_softmax_ge", "floor")
+                        and all(_numbers(p, key) for key in ("ks_theory_softmax", "ks_theory_ge") if p.get(key) is not None)
+                        and all(isinstance(p.get(key), list) and len(p[key]) == 4 for key in ("quantiles_softmax", "quantiles_ge"))
+                        for p in points)):
+            raise ValueError(f"{file.name}: not a verification record (the JSON of gemhsa-sym verify for a causal layer)")
+        return data
     rows = data.get("by_n") if isinstance(data, dict) else None
     if not (isinstance(rows, list) and rows and isinstance(data.get("seed"), int) and all(
             isinstance(r, dict) and isinstance(r.get("n"), int) and isinstance(r.get("draws"), int)
@@ -119,38 +137,61 @@ def verification(path: Path) -> dict[str, Any] | None:
     return data
 
 
+def _numbers(row: dict[str, Any], *keys: str) -> bool:
+    return all(isinstance(row.get(key), (int, float)) and not isinstance(row.get(key), bool) for key in keys)
+
+
+def _causal(path: Path) -> Config | None:
+    """The configuration of a causal layer's file, None for any other."""
+    source = read_input(path)
+    return source if isinstance(source, Config) and source.mask == "causal" else None
+
+
 def write_verifications(folder: Path, only: Sequence[str] | None = None, executor: Any = None,
-                        progress: Callable[[str], None] = lambda name: None) -> list[str]:
+                        progress: Callable[[str], None] = lambda name: None, cache: str | Path | None = None) -> list[str]:
     """Run the Monte Carlo of every derivation (:data:`VERIFY_N`, :data:`VERIFY_DRAWS`, seed 0; a law of infinitely
-    many heads drawn at :data:`~gemhsa_sym.verification.claims.SAMPLE_HEADS` heads), write ``NAME.verify.json`` and
-    the document of the committed record with its figures; returns the names written."""
+    many heads drawn at :data:`~gemhsa_sym.verification.claims.SAMPLE_HEADS` heads; a causal law read from ``cache``),
+    write ``NAME.verify.json`` and the document of the committed record with its figures; returns the names written."""
     paths = list(records(folder, only))
     for name, path in paths:
         if not path.with_suffix(".json").exists():
             raise ValueError(f"only: {name} has no record yet (run --write first)")
     for name, path in paths:
         progress(name)
-        source = read_input(path)
-        heads = SAMPLE_HEADS if isinstance(source, Config) and source.infinite_heads else None
-        result = verify(source, list(VERIFY_N), draws=VERIFY_DRAWS, seed=0, executor=executor, sample_heads=heads)
-        data = result.to_json_dict()
+        source, causal = read_input(path), _causal(path)
+        committed_json = json.loads(read_text(path.with_suffix(".json"), "record"))
+        if causal is not None:
+            data = verify_causal(causal, list(VERIFY_N), VERIFY_DRAWS, 0, executor, cache=None if cache is None else str(cache)
+                                 ).to_json_dict()
+            tex = causal_document(committed_json, data)
+        else:
+            heads = SAMPLE_HEADS if isinstance(source, Config) and source.infinite_heads else None
+            data = verify(source, list(VERIFY_N), draws=VERIFY_DRAWS, seed=0, executor=executor, sample_heads=heads).to_json_dict()
+            tex = document(record_from_json(committed_json), data)
         write_atomic(path.with_suffix(".verify.json"), _dump(data))
-        committed = record_from_json(json.loads(read_text(path.with_suffix(".json"), "record")))
-        write_atomic(path.with_suffix(".tex"), document(committed, data))
+        write_atomic(path.with_suffix(".tex"), tex)
     return [name for name, _ in paths]
 
 
-def write(folder: Path, only: Sequence[str] | None = None, progress: Callable[[str], None] = lambda name: None) -> list[str]:
-    """Regenerate and write the records and documents; returns the names written."""
+def write(folder: Path, only: Sequence[str] | None = None, progress: Callable[[str], None] = lambda name: None,
+          cache: str | Path | None = None) -> list[str]:
+    """Regenerate and write the records and documents (a causal law computed, or read from the folder ``cache``);
+    returns the names written."""
     names = []
     for _, path in records(folder, only):  # every file is read before any is solved
         check_file(path)
         verification(path)
     for name, path in records(folder, only):
         progress(name)
-        record = _record(path)
-        write_atomic(path.with_suffix(".json"), _dump(record.to_json()))
-        write_atomic(path.with_suffix(".tex"), document(record, verification(path)))
+        causal = _causal(path)
+        if causal is not None:
+            data = causal_record(causal, cached_distribution(causal, cache), name)
+            tex = causal_document(data, verification(path))
+        else:
+            record = _record(path)
+            data, tex = record.to_json(), document(record, verification(path))
+        write_atomic(path.with_suffix(".json"), _dump(data))
+        write_atomic(path.with_suffix(".tex"), tex)
         names.append(name)
     return names
 
@@ -191,7 +232,32 @@ def check(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
             diffs.append(Difference(name, "files", "missing", f"{json_path.name}, {tex_path.name}"))
             continue
         committed = json.loads(read_text(json_path, "record"))
-        _compare(name, "", committed, _record(path).to_json(), diffs)
-        if read_text(tex_path, "document") != document(record_from_json(committed), verification(path)):
+        causal = _causal(path)
+        if causal is not None:
+            found = _check_causal(name, causal, committed)
+            diffs += found
+            if any(d.where == "cdf" for d in found):  # no record to write a document of
+                continue
+            made = causal_document(committed, verification(path))
+        else:
+            _compare(name, "", committed, _record(path).to_json(), diffs)
+            made = document(record_from_json(committed), verification(path))
+        if read_text(tex_path, "document") != made:
             diffs.append(Difference(name, "document", tex_path.name, "differs from the document of the committed record"))
+    return diffs
+
+
+def _check_causal(name: str, config: Config, committed: Any) -> list[Difference]:
+    """The differences of a causal record from the one regenerated from its own distribution function and its
+    configuration, and of its probes from those solved again (module docstring)."""
+    try:
+        law = record_law(committed, config)
+    except ValueError as exc:
+        return [Difference(name, "cdf", "a distribution function", f"not one: {exc}")]
+    regenerated = causal_record(config, law, name)
+    diffs: list[Difference] = []
+    _compare(name, "", {k: v for k, v in committed.items() if k != "probes"},
+             {k: v for k, v in regenerated.items() if k != "probes"}, diffs)
+    diffs += [Difference(name, f"probes.{where}", committed.get("probes"), regenerated["probes"])
+              for where in probe_differences(committed.get("probes"), regenerated["probes"])]
     return diffs

@@ -66,8 +66,6 @@ def test_derive_refuses_a_causal_layer_without_a_law_in_one_line(capsys: pytest.
     assert main(["derive", "mqa", "--set", "mask=causal"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("gemhsa-sym: error: share_k: the two-point equation") and "\n" not in err
-    assert main(["derive", "single-head", "--set", "mask=causal", "--set", "score=square", "--latex", "out.tex"]) == 2
-    assert capsys.readouterr().err.strip().startswith("gemhsa-sym: error: latex: the document of a causal law")
 
 
 def test_causal_law_cache_reads_back_a_valid_entry_and_names_what_is_wrong_with_a_bad_one(tmp_path) -> None:

@@ -197,3 +197,50 @@ def test_verification_records_enter_the_document(tmp_path: Path, capsys: pytest.
     (tmp_path / "marchenko-pastur.verify.json").write_text("{")
     assert main(["derivations", "--write", "--dir", str(tmp_path)]) == 2
     assert "marchenko-pastur.verify.json: not valid JSON" in capsys.readouterr().err
+
+
+def causal_entry(folder: Path) -> dict:
+    """A causal entry in ``folder``: the square score's causal layer, with F(x) = x / (1 + x) on a log grid standing
+    for its law (the check does not recompute a law: docs/exports.md §5.5), its record and document."""
+    import numpy as np
+
+    from gemhsa_sym.causal_document import causal_document
+    from gemhsa_sym.causal_record import causal_record
+    from gemhsa_sym.config import Config
+    from gemhsa_sym.free.profiled_law import Distribution
+
+    config = Config(name="square-causal", mask="causal", score="square")
+    x = np.geomspace(1e-4, 1e4, 65)
+    record = causal_record(config, Distribution(x, x / (1 + x), (1 + x) ** -2.0, 1e-3, 2, 99), "square-causal")
+    (folder / "square-causal.toml").write_text(config.to_toml())
+    (folder / "square-causal.json").write_text(json.dumps(record, indent=2) + "\n")
+    (folder / "square-causal.tex").write_text(causal_document(record))
+    return record
+
+
+def test_causal_records_are_checked_without_recomputing_their_law(tmp_path: Path) -> None:
+    """check passes on a causal record and its document; a quantile that does not follow from the committed table, a
+    moved probe (m(w) solved again on the first level) and a table that is no distribution function are named."""
+    record = causal_entry(tmp_path)
+    assert record["quantiles"]["x"][1] == pytest.approx(1.0, rel=1e-3) and record["tail_exponent"] == pytest.approx(1, abs=0.05)
+    assert check(tmp_path) == []
+    for change, where in ((lambda r: r["quantiles"]["x"].__setitem__(1, 2.0), "quantiles.x[1]"),
+                          (lambda r: r["probes"]["m"][1].__setitem__(0, r["probes"]["m"][1][0] * 1.001), "probes.m(1+1i)"),
+                          (lambda r: r["cdf"]["F"].__setitem__(3, 0.9), "cdf")):
+        changed = json.loads(json.dumps(record))
+        change(changed)
+        (tmp_path / "square-causal.json").write_text(json.dumps(changed))
+        assert where in {d.where for d in check(tmp_path)}
+
+
+def test_causal_document_compiles_with_its_monte_carlo(tmp_path: Path) -> None:
+    from gemhsa_sym.causal_document import causal_document
+
+    record = causal_entry(tmp_path)
+    point = {"n": 1000, "ks_theory_softmax": 0.0123, "ks_theory_ge": 0.0045, "ks_softmax_ge": 0.011, "floor": 0.004,
+             "quantiles_softmax": [0.01, 0.9, 9.0, 99.0], "quantiles_ge": [0.011, 1.0, 9.5, 101.0]}
+    tex = causal_document(record, {"seed": 0, "draws": 2, "points": [point]})
+    assert "KS to the softmax layer 0.0123" in tex and r"softmax, $n = 1000$ & 0.01 & 0.9 & 9 & 99" in tex
+    assert r"$10^{0}$" in tex and "0.5000" in tex  # F(1) = 1/2 in the table of decades
+    log = compile_latex(tex, tmp_path)
+    assert overfull(log) == []

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gemhsa_sym.cli.common import MAX_JOBS, integer
+from gemhsa_sym.cli.common import MAX_JOBS, check_outputs, integer
 from gemhsa_sym.derivations import check, write, write_verifications
 from gemhsa_sym.executors import open_executor
 
@@ -26,7 +26,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "each derivation (gemhsa-sym verify at n = 1000, 2000, 2 draws per set, seed 0; a law\n"
             "of infinitely many heads drawn at 40 heads) and writes NAME.verify.json beside it;\n"
             "its figures enter the document's 'How it was checked' (--check reads them, it does\n"
-            "not redraw them)."
+            "not redraw them).\n\n"
+            "A causal layer's law has no P(m, w) or moments and takes tens of minutes: --write\n"
+            "computes it (or reads it from --cache DIR, where verify and claims keep it), and\n"
+            "--check reads the committed distribution function back, regenerates the rest of\n"
+            "the record from it and solves m(w) again at four probe points (seconds)."
         ),
     )
     mode = parser.add_mutually_exclusive_group(required=True)
@@ -36,6 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dir", default="derivations", help="the library folder (default: derivations)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="only these derivations (file names without .toml)")
     parser.add_argument("--jobs", type=integer("jobs", 1, MAX_JOBS), default=1, help="local worker processes for --verify (default 1)")
+    parser.add_argument("--cache", metavar="DIR", help="folder where causal laws are kept: --write and --verify read a law "
+                        "from there, or compute it and keep it there")
     parser.set_defaults(run=run)
 
 
@@ -44,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     if not folder.is_dir():
         raise FileNotFoundError(f"dir: no derivations folder at {folder}")
+    check_outputs(folders=[("cache", args.cache)])
 
     def progress(name: str) -> None:
         doing = "checking" if args.check else "drawing" if args.verify else "writing"
@@ -51,11 +58,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.verify:
         with open_executor(args.jobs) as executor:
-            names = write_verifications(folder, args.only, executor, progress)
+            names = write_verifications(folder, args.only, executor, progress, args.cache)
         print(f"wrote {len(names)} verification records in {folder}")
         return 0
     if args.write:
-        names = write(folder, args.only, progress)
+        names = write(folder, args.only, progress, args.cache)
         print(f"wrote {len(names)} derivations in {folder}")
         return 0
     diffs = check(folder, args.only, progress)

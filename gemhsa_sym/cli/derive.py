@@ -6,7 +6,9 @@ import argparse
 import json
 import time
 
-from gemhsa_sym.causal import causal_report
+from gemhsa_sym.causal import causal_distribution, causal_report
+from gemhsa_sym.causal_document import causal_document
+from gemhsa_sym.causal_record import causal_record
 from gemhsa_sym.cli.common import add_config_arguments, check_outputs, digits, grid, heads_count, input_from_args, seconds
 from gemhsa_sym.config import Config
 from gemhsa_sym.derive import AttentionLaw, law_of
@@ -57,8 +59,6 @@ def run(args: argparse.Namespace) -> int:
         config = config.with_heads(args.heads)
     points = args.grid
     if isinstance(config, Config) and config.mask == "causal":
-        if args.latex:
-            raise NotImplementedError("latex: the document of a causal law is not built; use --json")
         return _run_causal(args, config)
     start = time.perf_counter()
     law = law_of(config)
@@ -106,8 +106,11 @@ def run(args: argparse.Namespace) -> int:
 def _run_causal(args: argparse.Namespace, config: Config) -> int:
     """A causal configuration's law (docs/extensions.md §8.6): its model, quantiles, tail exponent."""
     start = time.perf_counter()
-    report = causal_report(config, args.grid)
+    law = causal_distribution(config)
+    report = causal_report(config, args.grid, law)
     report["timing"] = {"total_s": time.perf_counter() - start}
+    if args.latex:
+        write_atomic(args.latex, causal_document(causal_record(config, law, config.name)), "latex")
     if args.json:
         print(json.dumps(report, indent=2))
         return 0

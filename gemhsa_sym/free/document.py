@@ -9,7 +9,7 @@ from typing import Any
 from .latex import WIDTH, broken_sum, packed, printed_width
 from .record import LawRecord
 
-__all__ = ["document"]
+__all__ = ["document", "escape"]
 
 
 #: Text characters that LaTeX reads as commands, and how to print them.
@@ -17,7 +17,7 @@ _SPECIAL = {"\\": r"\textbackslash{}", "^": r"\^{}", "~": r"\~{}", "{": r"\{", "
             **{c: "\\" + c for c in "_&%#$"}}
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
     """``text`` as LaTeX text: every special character printed as itself."""
     return "".join(_SPECIAL.get(c, c) for c in text)
 
@@ -33,10 +33,10 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
         r"\usepackage[margin=1.5cm]{geometry}",
         r"\allowdisplaybreaks",
         r"\begin{document}",
-        rf"\section*{{Limiting spectral law: {_escape(record.name or 'polynomial model')}}}",
+        rf"\section*{{Limiting spectral law: {escape(record.name or 'polynomial model')}}}",
     ]
     if record.summary:
-        out.append(r"{\raggedright\noindent " + _escape(record.summary) + r"\par}")
+        out.append(r"{\raggedright\noindent " + escape(record.summary) + r"\par}")
     if tex.coefficients:
         out += [r"\subsection*{Gaussian-equivalence coefficients}", packed(tex.coefficients)]
     out += [
@@ -58,7 +58,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
         out.append(rf"$m(w)$ is a root of $P(m, w) = 0$, of degree {info.degree_m} in $m$ and {info.degree_w} in $w$ "
                    r"(printed in the appendix)." + how)
     else:
-        out.append("No polynomial equation: " + _escape(str(record.polynomial_reason or "not attempted")) + ".")
+        out.append("No polynomial equation: " + escape(str(record.polynomial_reason or "not attempted")) + ".")
     out.append(r"\subsection*{Moments}")
     for k, m in enumerate(tex.moments, 1):
         out.append(broken_sum(rf"\mu_{{{k}}}", m))
@@ -74,7 +74,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
         "Atoms: " + ", ".join(f"mass ${a['exact'] or a['mass']}$ at ${a['location']}$" for a in atoms) + "."
         if atoms else "No atoms."
     )
-    checks = [_escape(n) for n in record.notes]
+    checks = [escape(n) for n in record.notes]
     if tex.minimal is not None:
         checks.append(r"the minimal system gives the reduced system's $m(w)$ to $10^{-40}$ at 50 digits, and each of its "
                       r"equations holds there to $10^{-40}$")
@@ -102,7 +102,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
         r"where $M$ has the nonzero entries below; $K_{a,b}$ denotes the entry $(M^{-1})_{a,b}$.",
     ]
     for name, entries in tex.sectors:
-        out += [rf"\paragraph{{Sector {_escape(name)}.}}", packed(entries)]
+        out += [rf"\paragraph{{Sector {escape(name)}.}}", packed(entries)]
     if tex.readouts:
         out += [r"\paragraph{Read-outs.}", packed(tex.readouts)]
     out += [r"\end{document}", ""]
@@ -121,11 +121,11 @@ def _monte_carlo(data: Mapping[str, Any]) -> str:
     drawn = data.get("drawn")
     parts = []
     for row in rows:
-        ks = ", ".join(f"KS to {_READINGS.get(r, _escape(r))} {row['ks'][f'theory_{r}']:.4f}" for r in readings)
+        ks = ", ".join(f"KS to {_READINGS.get(r, escape(r))} {row['ks'][f'theory_{r}']:.4f}" for r in readings)
         outliers = row["outliers"].get(readings[-1] if "softmax" not in readings else "softmax", {}).get("count")
         parts.append(rf"at $n = {row['n']}$ {ks} (floor {row['floor']['ks']:.4f}"
                      + (f", {outliers} eigenvalues beyond the support" if outliers else "") + ")")
-    where = f", drawn as {_escape(drawn['summary'])}" if drawn else ""
+    where = f", drawn as {escape(drawn['summary'])}" if drawn else ""
     return (rf"Monte Carlo (\texttt{{gemhsa-sym verify}}, seed {data['seed']}, {rows[0]['draws']} draws per set{where}): "
             + "; ".join(parts) + r"; the floor is the KS distance between two independent sample sets")
 
@@ -157,7 +157,7 @@ def _meanings(rows: list[list], short: bool = False) -> list[str]:
     """The meaning of each unknown of ``rows`` as an itemised list; with ``short``, a meaning wider than
     a line and a half is left to the appendix."""
     items = [rf"\item ${g}$: in the appendix" if short and _long(meaning) else
-             rf"\item ${g} = {meaning}$" + (f", {_escape(heads)}" if heads else "") for g, _, meaning, heads in rows]
+             rf"\item ${g} = {meaning}$" + (f", {escape(heads)}" if heads else "") for g, _, meaning, heads in rows]
     return [r"{\raggedright", r"\begin{itemize}", *items, r"\end{itemize}", "}"]
 
 

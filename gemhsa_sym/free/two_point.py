@@ -285,6 +285,7 @@ def iterates(system: TwoPointSystem, w: np.ndarray, state: TwoPointState) -> Ite
     dF = np.zeros_like(dX)
     gram = np.zeros((points, MEMORY, MEMORY), dtype=complex)  # <dF_i, dF_j>, kept up to date slot by slot
     valid = np.zeros((points, MEMORY), dtype=bool)
+    mixing = np.zeros(points, dtype=bool)  # a point mixes from its first change below MIX_FROM on
     best = np.full(points, np.inf)
     previous: tuple[np.ndarray, np.ndarray] | None = None
     eye = np.eye(MEMORY)
@@ -294,14 +295,15 @@ def iterates(system: TwoPointSystem, w: np.ndarray, state: TwoPointState) -> Ite
         f = _flat(new) - x
         size = np.max(np.abs(f) / (1 + np.abs(x)), axis=1)
         yield new, m, size
-        valid[(size > 10 * best) | (size > MIX_FROM)] = False
+        mixing |= size <= MIX_FROM
+        valid[(size > 10 * best) | ~mixing] = False
         best = np.minimum(best, size)
         if previous is not None:
             slot = step % MEMORY
             dX[:, slot], dF[:, slot] = x - previous[0], f - previous[1]
             row = np.matmul(dF, dF[:, slot, :, None].conj())[..., 0].conj()
             gram[:, :, slot], gram[:, slot, :] = row, row.conj()
-            valid[:, slot] = size <= MIX_FROM
+            valid[:, slot] = mixing
         previous = (x, f)
         both = valid[:, :, None] & valid[:, None, :]
         g = np.where(both, gram, 0) + np.where(valid, np.trace(gram, axis1=1, axis2=2).real[:, None] * 1e-10 + 1e-300,
