@@ -182,6 +182,8 @@ CASES: dict[str, Case] = {
     "claims n": Case(("claims", "--n", "7", "--out", "-"), 2, "gemhsa-sym: error: n: every preset needs integer sizes"),
     # --- the derivations library -------------------------------------------------------------
     "library missing": Case(("derivations", "--check", "--dir", "{dir}/none"), 2, "gemhsa-sym: error: dir: no derivations folder"),
+    "library cache file": Case(("derivations", "--write", "--dir", "{dir}/lib", "--cache", "{dir}/c.txt"), 2,
+                               "gemhsa-sym: error: cache: '{dir}/c.txt' is a file", files=(("c.txt", b"x"), ("lib/m.toml", b"n = 1"))),
     "polynomial zero": Case(("derivations", "--check", "--dir", "{dir}/lib"), 2, "gemhsa-sym: error: polynomial: '0' is not a polynomial",
                             files=(("lib/m.toml", _model("0")),)),
     "polynomial syntax": Case(("derivations", "--check", "--dir", "{dir}/lib"), 2, "gemhsa-sym: error: polynomial: cannot read 'X *'",
