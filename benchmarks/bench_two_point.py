@@ -15,6 +15,11 @@ against the baseline of inverting every interval's block (one batched numpy inve
 the intervals under each read's mask. Printed: milliseconds per point, their ratio, the largest
 relative difference.
 
+Third task, exchangeable heads (docs/solving.md §3.14): one step of four heads (H d_k = d) at 36 nodes
+on 32 points, the pencil of two heads standing for all against the baseline with every head written
+out, after both have iterated to the same state. Printed: milliseconds per point, their ratio, and
+the largest relative difference of m after solving both.
+
     python benchmarks/bench_two_point.py [--points 17] [--json]
 """
 
@@ -29,6 +34,8 @@ import numpy as np
 from gemhsa_sym.causal import causal_model
 from gemhsa_sym.config import Config
 from gemhsa_sym.free.key_side import KeySide
+from gemhsa_sym.free.masked_pencil import heads_pencil
+from gemhsa_sym.free.profiles import Quadrature
 from gemhsa_sym.free.two_point import DESCENT, TwoPointState, TwoPointSystem, solve
 
 
@@ -77,6 +84,26 @@ def key_side(points: int = 16, K: int = 72, seed: int = 0) -> dict[str, float]:
             "key_max_rel_diff": float(np.max(np.abs(fast - slow)) / np.max(np.abs(slow)))}
 
 
+def heads(points: int = 32, heads: int = 4, order: int = 4) -> dict[str, float]:
+    """The third task of the module docstring: milliseconds per step and point of both pencils, and m's difference."""
+    rule = Quadrature.graded(1, 8, order)
+    ratios = {"d": 1.0, "d_k": 1 / heads, "d_v": 1 / heads, "d_out": 1.0}
+    w = np.geomspace(0.01, 100, points) * (1 + 0.1j)
+    timings, m = [], []
+    for reduced in (True, False):
+        system = TwoPointSystem(heads_pencil(rule.size, heads, ratios, reduced), rule, 4.0, np.e - 2)
+        lam, state = system.lambdas(w), system.start(w)
+        state, _ = system.step(lam, state)
+        start = time.perf_counter()
+        for _ in range(3):
+            state, _ = system.step(lam, state)
+        timings.append((time.perf_counter() - start) / 3 / points)
+        m.append(solve(system, w[:: points // 4])[0])
+    return {"heads": heads, "heads_nodes": rule.size, "heads_reduced_ms_per_point": 1e3 * timings[0],
+            "heads_full_ms_per_point": 1e3 * timings[1], "heads_ratio": timings[0] / timings[1],
+            "heads_max_rel_diff": float(np.max(np.abs(m[0] - m[1]) / np.abs(m[1])))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=17, help="points of the log grid (default 17)")
@@ -93,7 +120,7 @@ def main() -> None:
     slow_s = time.perf_counter() - start
     figures = {"nodes": system.t.size, "points": args.points, "solve_s": fast_s, "solve_point_steps": fast_steps,
                "plain_s": slow_s, "plain_point_steps": slow_steps, "ratio": fast_s / slow_s,
-               "max_rel_diff": float(np.max(np.abs(fast - slow) / np.abs(slow))), **key_side()}
+               "max_rel_diff": float(np.max(np.abs(fast - slow) / np.abs(slow))), **key_side(), **heads()}
     if args.json:
         print(json.dumps(figures))
         return
@@ -105,6 +132,10 @@ def main() -> None:
           f"{figures['key_chain_ms_per_point']:.2f} ms per point, every interval inverted "
           f"{figures['key_dense_ms_per_point']:.2f} ms (baseline); ratio {figures['key_ratio']:.3f}, "
           f"largest relative difference {figures['key_max_rel_diff']:.1e}")
+    print(f"{figures['heads']} heads, {figures['heads_nodes']} nodes: two heads standing for all "
+          f"{figures['heads_reduced_ms_per_point']:.2f} ms per point and step, every head written out "
+          f"{figures['heads_full_ms_per_point']:.2f} ms (baseline); ratio {figures['heads_ratio']:.3f}, "
+          f"largest relative difference of m {figures['heads_max_rel_diff']:.1e}")
 
 
 if __name__ == "__main__":

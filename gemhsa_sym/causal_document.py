@@ -17,6 +17,12 @@ __all__ = ["causal_document"]
 _LEVELS = ("0.1", "0.5", "0.9", "0.99")
 
 
+def _text(text: str) -> str:
+    """``text`` as LaTeX text (:func:`~.free.document.escape`, and the comparison signs, which the default font
+    does not have)."""
+    return escape(text).replace("<", r"\textless{}").replace(">", r"\textgreater{}")
+
+
 def _number(x: float | None) -> str:
     return "--" if x is None else f"{x:.4g}"
 
@@ -32,8 +38,8 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
         r"\usepackage{amsmath,amssymb}",
         r"\usepackage[margin=1.5cm]{geometry}",
         r"\begin{document}",
-        rf"\section*{{Limiting spectral law of a causal layer: {escape(record['name'] or 'configuration')}}}",
-        r"{\raggedright\noindent " + escape(_summary(record)) + r"\par}",
+        rf"\section*{{Limiting spectral law of a causal layer: {_text(record['name'] or 'configuration')}}}",
+        r"{\raggedright\noindent " + _text(_summary(record)) + r"\par}",
         r"\subsection*{Gaussian-equivalence coefficients}",
         r"\begin{gather*}" + r",\quad ".join(tex["coefficients"]) + r"\end{gather*}",
         r"\subsection*{Causal Gaussian equivalent}",
@@ -44,15 +50,15 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
         r"\subsection*{Equations}",
     ]
     if masked:
-        out += [escape(record["model"].split(":")[0]) + ": independent Gaussian rows; row $t = i / n$ has covariance "
-                r"$C_t / n$ with", r"\begin{gather*}" + r"\\ ".join(tex["equations"][:2]) + r"\end{gather*}",
+        out += ["Given the tokens, the rows of the equivalent with fresh queries are independent Gaussian vectors; row "
+                r"$t = i / n$ has covariance $C_t / n$ with", r"\begin{gather*}" + r"\\ ".join(tex["equations"][:2]) + r"\end{gather*}",
                 "where $P_t$ keeps the keys $u \\le t$ and $r_k = d_k / n$. On the nodes $t_k$ and weights $\\omega_k$ of "
                 "a graded Gauss--Legendre rule,", r"\begin{gather*}" + tex["equations"][2] + r"\end{gather*}",
                 "and the matrix $\\sum_k \\phi_k C_{t_k}$ is solved for given $\\phi_k$ by the Dyson equation of its "
-                "linear pencil, in which the tokens occur masked ($X^{T} P_{t_k}$); " + escape(record["equation"]) + "."]
+                "linear pencil, in which the tokens occur masked ($X^{T} P_{t_k}$)."]
     else:
         out += ["The noise has the variance profile", r"\begin{equation*}" + tex["equations"][0] + r"\end{equation*}",
-                "over the token positions; " + escape(record["equation"]) + "."]
+                "over the token positions; " + _text(record["equation"]) + "."]
     out += [
         r"\subsection*{The law}",
         f"Solved on {record['nodes']} positions (level {record['level']}); achieved error of the distribution function "
@@ -66,8 +72,8 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
         out += [rf"softmax, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles_softmax"]) + r" \\",
                 rf"Gaussian equivalent, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles_ge"]) + r" \\"]
     out += [r"\end{tabular}", "", "The distribution function by decades:", "",
-            *_decades(record), "", "No moments: " + escape(record["moments"]) + ". No algebraic equation: "
-            + escape(record["polynomial_reason"]) + "."]
+            *_decades(record), "", "No moments: " + _text(record["moments"]) + ". No algebraic equation: "
+            + _text(record["polynomial_reason"]) + "."]
     probes = record["probes"]
     checks = [f"$m(w)$ at {len(probes['w'])} points of the upper half plane on the first level ({probes['nodes']} nodes) is "
               "solved again by every check of the library and must agree to $10^{-6}$"]
@@ -90,7 +96,7 @@ def _tail(record: Mapping[str, Any]) -> str:
     """The tail exponent, or why there is none."""
     low, high = record["tail_range"]
     if record["tail_exponent"] is None:
-        return "No tail exponent: " + escape(record["tail_reason"]) + "."
+        return "No tail exponent: " + _text(record["tail_reason"]) + "."
     return rf"Tail: $P(\lambda > x) \sim c\, x^{{-\kappa}}$ with $\kappa = {record['tail_exponent']:.3f}$ fitted on [{low:g}, {high:g}]."
 
 

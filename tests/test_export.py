@@ -26,7 +26,7 @@ from gemhsa_sym.model_files import polynomial_law
 
 LIBRARY = Path(__file__).resolve().parent.parent / "derivations"
 #: Derivations cheap enough for the default run; the whole library is checked in the slow run.
-QUICK = ["marchenko-pastur", "wishart-product", "head-plus-noise", "single-head"]
+QUICK = ["marchenko-pastur", "wishart-product", "head-plus-noise", "single-head", "causal-single-head"]
 
 
 def compile_latex(text: str, tmp_path: Path) -> str:
