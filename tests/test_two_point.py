@@ -252,3 +252,14 @@ def test_a_pencil_whose_heads_differ_is_refused() -> None:
     with pytest.raises(ValueError, match="^labels: X in row p0, column v0 joins two heads"):
         MaskedPencil(pencil.sides, pencil.gaussians, pencil.occurrences, pencil.ratios, "r", pencil.delta, "d", pencil.links,
                      2, tuple((name, 1 - h if name in ("p0", "p1") else h, t) for name, h, t in pencil.labels))
+
+
+def test_a_point_whose_first_height_lands_off_the_physical_solution_is_reached_along_its_ray() -> None:
+    """Four heads, w = 4.2e-4 (1 + 1e-4 i): iterated from Lambda^-1 at Im w = |w| the 27-node equation converges to a
+    solution with Im m > 0 (m = 112 + 57i); the descent from |w| >= 1 along the ray reaches the physical one, which
+    the 36-node equation, solved the same way, meets to its discretisation error."""
+    model = causal_model(Config(mask="causal", heads=4, d_k="1/4", d_v="1/4"))
+    w = np.array([4.21697e-4 * (1 + 1e-4j)])
+    coarse, finer = (solve(model.system(level), w)[0][0] for level in (0, 1))
+    assert coarse.imag < 0 and finer.imag < 0
+    assert abs(coarse - finer) < 0.005 * abs(finer)

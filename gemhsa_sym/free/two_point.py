@@ -314,38 +314,77 @@ def iterates(system: TwoPointSystem, w: np.ndarray, state: TwoPointState) -> Ite
         x = x + MIXING * f - (gamma @ dX)[:, 0] - MIXING * (gamma @ dF)[:, 0]
 
 
+def _converge(system: TwoPointSystem, at: np.ndarray, read: np.ndarray, delta: np.ndarray, tol: float,
+              counted: np.ndarray, finished: Callable[[int], object]) -> tuple[TwoPointState, np.ndarray, int]:
+    """Every point of ``at`` iterated from its state (``read``, ``delta``) to a change below ``tol``: the points still
+    iterating are batched, and the batch is shrunk once a quarter of it has converged (``finished`` is told how many
+    of the ``counted`` points converged); the states, m and the point-steps taken. ArithmeticError where a point
+    does not converge in :data:`STEPS` steps."""
+    read, delta, m = read.copy(), delta.copy(), np.zeros(at.shape, dtype=complex)
+    total, todo = 0, np.arange(at.size)
+    while todo.size:
+        for steps, (state, values, change) in enumerate(iterates(system, at[todo], TwoPointState(read[todo], delta[todo]))):
+            total += todo.size
+            done = change < tol
+            if np.all(done) or (np.count_nonzero(done) >= todo.size / 4) or steps == STEPS - 1:
+                break
+        if not np.any(done):
+            raise ArithmeticError(f"the two-point iteration did not converge in {STEPS} steps at w = {at[todo[0]]:.6g}")
+        read[todo], delta[todo], m[todo] = state.read, state.delta, values
+        finished(int(np.count_nonzero(done & counted[todo])))
+        todo = todo[~done]
+    return TwoPointState(read, delta), m, total
+
+
+def _unphysical(m: np.ndarray) -> np.ndarray:
+    return m.imag > 1e-9 * np.abs(m)
+
+
 def solve(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9,
           finished: Callable[[int], object] = lambda count: None) -> tuple[np.ndarray, int]:
     """m at the points w (upper half plane) and the point-steps taken: the iteration runs at Im w = |w|,
-    |w| / :data:`DESCENT`, ... down to each point's own Im w, every height started from the one above (the
-    first from Lambda^-1), to a change below ``tol``; the points still iterating are batched, and the batch
-    is shrunk once a quarter of it has converged (``finished`` is told how many reached their own Im w).
-    ArithmeticError where a point does not converge in :data:`STEPS` steps or lands on Im m > 0."""
+    |w| / :data:`DESCENT`, ... down to each point's own Im w, every height started from the one above, the first
+    from Lambda^-1 (:func:`_converge`; ``finished`` is told how many points reached their own Im w). A point whose
+    first height lands on Im m > 0 (seen below |w| = 1e-3 with four heads) is reached along its ray instead, from
+    |w| >= 1 down by factors of 10. ArithmeticError where a point does not converge or ends on Im m > 0."""
     w = np.asarray(w, dtype=complex)
     if np.any(w.imag <= 0):
         raise ValueError("w: the two-point equation is solved in the upper half plane (Im w > 0)")
     depth = int(np.ceil(np.log(np.max(np.abs(w) / w.imag)) / np.log(DESCENT)))
-    begin = system.start(w)
-    read, delta, m = begin.read.copy(), begin.delta.copy(), np.zeros(w.shape, dtype=complex)
     total = 0
     for level, height in enumerate(float(DESCENT) ** -np.arange(0, depth + 1)):
         at = w.real + 1j * np.maximum(w.imag, height * np.abs(w))
-        todo = np.flatnonzero(w.imag < DESCENT * height * np.abs(w)) if level else np.arange(w.size)
-        while todo.size:
-            for steps, (state, values, change) in enumerate(iterates(system, at[todo], TwoPointState(read[todo], delta[todo]))):
-                total += todo.size
-                done = change < tol
-                if np.all(done) or (np.count_nonzero(done) >= todo.size / 4) or steps == STEPS - 1:
-                    break
-            if not np.any(done):
-                raise ArithmeticError(f"the two-point iteration did not converge in {STEPS} steps at w = {at[todo[0]]:.6g}")
-            read[todo], delta[todo], m[todo] = state.read, state.delta, values
-            finished(int(np.count_nonzero(done & (at[todo] == w[todo]))))
-            todo = todo[~done]
-    if np.any(m.imag > 1e-9 * np.abs(m)):
-        bad = w[m.imag > 1e-9 * np.abs(m)]
-        raise ArithmeticError(f"the two-point iteration left the physical solution (Im m > 0) at w = {bad[0]:.6g}")
+        if level == 0:
+            begin = system.start(w)
+            state, m, steps = _converge(system, at, begin.read, begin.delta, tol, at == w, finished)
+            total += steps
+            bad = np.flatnonzero(_unphysical(m))
+            if bad.size:
+                ray, ray_m, steps = _along_rays(system, at[bad], tol)
+                total += steps
+                state.read[bad], state.delta[bad], m[bad] = ray.read, ray.delta, ray_m
+                finished(int(np.count_nonzero(at[bad] == w[bad])))
+            continue
+        todo = np.flatnonzero(w.imag < DESCENT * height * np.abs(w))
+        if todo.size:
+            below, m[todo], steps = _converge(system, at[todo], state.read[todo], state.delta[todo], tol, at[todo] == w[todo],
+                                              finished)
+            state.read[todo], state.delta[todo] = below.read, below.delta
+            total += steps
+    if np.any(_unphysical(m)):
+        raise ArithmeticError(f"the two-point iteration left the physical solution (Im m > 0) at w = {w[_unphysical(m)][0]:.6g}")
     return m, total
+
+
+def _along_rays(system: TwoPointSystem, w: np.ndarray, tol: float) -> tuple[TwoPointState, np.ndarray, int]:
+    """The states and m at the points w, each reached along its ray: from Lambda^-1 at 10^J w (|10^J w| >= 1), then
+    10^(J-1) w, ... w, every point started from the one before."""
+    J = int(max(1, np.ceil(np.log10(1 / np.min(np.abs(w))))))
+    state, total, none = system.start(w * 10.0**J), 0, np.zeros(w.shape, dtype=bool)
+    for j in range(J, -1, -1):
+        state, m, steps = _converge(system, w * 10.0**j, state.read, state.delta, tol, none, lambda count: None)
+        total += steps
+    return state, m, total
 
 
 @dataclass(frozen=True, eq=False)
