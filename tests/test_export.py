@@ -26,7 +26,7 @@ from gemhsa_sym.model_files import polynomial_law
 
 LIBRARY = Path(__file__).resolve().parent.parent / "derivations"
 #: Derivations cheap enough for the default run; the whole library is checked in the slow run.
-QUICK = ["marchenko-pastur", "wishart-product", "head-plus-noise", "single-head", "causal-single-head"]
+QUICK = ["marchenko-pastur", "wishart-product", "head-plus-noise", "single-head", "causal-single-head", "causal-mha"]
 
 
 def compile_latex(text: str, tmp_path: Path) -> str:
@@ -119,11 +119,11 @@ def test_polynomial_models_read_from_toml(tmp_path: Path) -> None:
         polynomial_law({"polynomial": "X"})
 
 
-def test_library_has_every_bidirectional_preset_and_the_examples() -> None:
-    from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS
+def test_library_has_every_preset_and_the_examples() -> None:
+    from gemhsa_sym.presets import PRESETS
 
     names = {p.stem for p in LIBRARY.glob("*.toml")}
-    assert set(BIDIRECTIONAL_PRESETS) | {"marchenko-pastur", "wishart-product", "head-plus-noise"} <= names
+    assert set(PRESETS) | {"marchenko-pastur", "wishart-product", "head-plus-noise"} <= names
     for name in names:
         assert (LIBRARY / f"{name}.json").exists() and (LIBRARY / f"{name}.tex").exists()
     assert load(LIBRARY / "mqa.toml").config.name == "mqa"
