@@ -3,7 +3,7 @@ baseline from the same run.
 
 Task: m(w) of the single causal softmax head (beta = 1, unit ratios) at the first level's nodes, at
 ``--points`` points of a log grid from 1e-4 to 1e4 at Im w = 1e-4 x (the points a distribution
-function needs), by :func:`~gemhsa_sym.free.two_point.solve` (Anderson-mixed iterates, a shrinking
+function needs), by :func:`~gemhsa_sym.free.two_point_solver.solve` (Anderson-mixed iterates, a shrinking
 batch). Baseline: the same descent from above with plain damped steps (half steps, the whole batch
 until every point has converged), through the same :meth:`TwoPointSystem.step`. Printed: seconds,
 point-steps, the ratio of the times and the largest relative difference of m.
@@ -36,7 +36,8 @@ from gemhsa_sym.config import Config
 from gemhsa_sym.free.key_side import KeySide
 from gemhsa_sym.free.masked_pencil import heads_pencil
 from gemhsa_sym.free.profiles import Quadrature
-from gemhsa_sym.free.two_point import DESCENT, TwoPointState, TwoPointSystem, solve
+from gemhsa_sym.free.two_point import TwoPointState, TwoPointSystem
+from gemhsa_sym.free.two_point_solver import DESCENT, solve
 
 
 def plain(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9) -> tuple[np.ndarray, int]:

@@ -9,7 +9,7 @@ u <= t, t = i / n. Two models, by the score's linear coefficient:
   polynomial (one reading of the configuration for the law and the sampler);
 - mu_1 != 0 (softmax): the masked scores mu_1 (S0 (.) M) / t are not a polynomial in Gaussian
   matrices and do not act like independent noise; they act like masked scores with fresh queries,
-  whose law is the two-point Dyson equation of docs/equations.md §2.11 (:mod:`.free.two_point`),
+  whose law is the two-point Dyson equation of docs/equations.md §2.11 (:mod:`.free.two_point`, :mod:`.free.two_point_solver`),
   written for heads with their own W_Q, W_K, W_V, W_O; other configurations are refused naming the
   field.
 
@@ -30,7 +30,7 @@ from .free.masked_pencil import heads_pencil
 from .free.matrices import gaussians_of
 from .free.profiled_law import Distribution, ProfiledModel, density, distribution
 from .free.profiles import Profile, T
-from .free.two_point import MaskedScoresModel
+from .free.two_point_solver import MaskedScoresModel
 from .hermite import hermite_data
 from .model import MU1, SIGMA, gaussian_equivalent, head_sum
 

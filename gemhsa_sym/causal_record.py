@@ -20,7 +20,7 @@ from .causal import NOISE_PROFILE, REPORT_TOL, causal_model, causal_report
 from .config import Config
 from .free.profiled_law import Distribution
 from .free.profiles import T
-from .free.two_point import MaskedScoresModel
+from .free.two_point_solver import MaskedScoresModel
 from .hermite import hermite_data
 from .verification.causal_cache import validated_distribution
 
@@ -57,7 +57,7 @@ def causal_latex(config: Config) -> dict[str, list[str]]:
         V = sp.MatrixSymbol("V^{(h)}", d, d)
         WQ, WK, WV, WO = (sp.MatrixSymbol(f"W_{x}^{{(h)}}", d, d) for x in "QKVO")
         X, P = sp.MatrixSymbol("X", n, d), sp.MatrixSymbol("P_t", n, n)
-        total = rf"\sum_{{h=1}}^{{{sp.latex(sp.sympify(config.heads))}}}"
+        total = rf"\sum_{{h=1}}^{{{sp.latex(sp.Integer(config.heads))}}}"
         C = sp.MatrixSymbol("C_t", d, d)
         phi, omega, delta = (sp.IndexedBase(x) for x in (r"\phi", r"\omega", r"\delta"))
         equations = [

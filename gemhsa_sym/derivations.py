@@ -141,9 +141,8 @@ def _numbers(row: dict[str, Any], *keys: str) -> bool:
     return all(isinstance(row.get(key), (int, float)) and not isinstance(row.get(key), bool) for key in keys)
 
 
-def _causal(path: Path) -> Config | None:
-    """The configuration of a causal layer's file, None for any other."""
-    source = read_input(path)
+def _causal(source: Any) -> Config | None:
+    """The configuration of a causal layer, None for any other source (:func:`~gemhsa_sym.presets.read_input`)."""
     return source if isinstance(source, Config) and source.mask == "causal" else None
 
 
@@ -158,7 +157,8 @@ def write_verifications(folder: Path, only: Sequence[str] | None = None, executo
             raise ValueError(f"only: {name} has no record yet (run --write first)")
     for name, path in paths:
         progress(name)
-        source, causal = read_input(path), _causal(path)
+        source = read_input(path)
+        causal = _causal(source)
         committed_json = json.loads(read_text(path.with_suffix(".json"), "record"))
         if causal is not None:
             data = verify_causal(causal, list(VERIFY_N), VERIFY_DRAWS, 0, executor, cache=None if cache is None else str(cache)
@@ -183,7 +183,7 @@ def write(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
         verification(path)
     for name, path in records(folder, only):
         progress(name)
-        causal = _causal(path)
+        causal = _causal(read_input(path))
         if causal is not None:
             data = causal_record(causal, cached_distribution(causal, cache), name)
             tex = causal_document(data, verification(path))
@@ -232,7 +232,7 @@ def check(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
             diffs.append(Difference(name, "files", "missing", f"{json_path.name}, {tex_path.name}"))
             continue
         committed = json.loads(read_text(json_path, "record"))
-        causal = _causal(path)
+        causal = _causal(read_input(path))
         if causal is not None:
             found = _check_causal(name, causal, committed)
             diffs += found

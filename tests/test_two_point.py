@@ -16,7 +16,8 @@ from gemhsa_sym.free.head_orbits import side_blocks
 from gemhsa_sym.free.masked_pencil import MaskedPencil, Occurrence, heads_pencil, weightless_pencil
 from gemhsa_sym.free.profiled_law import stieltjes
 from gemhsa_sym.free.profiles import Quadrature
-from gemhsa_sym.free.two_point import MaskedScoresModel, TwoPointSystem, solve
+from gemhsa_sym.free.two_point import TwoPointSystem
+from gemhsa_sym.free.two_point_solver import MaskedScoresModel, solve
 
 POINTS = np.array([0.2 + 0.5j, 1 + 1j, 5 + 2j, 20 + 5j])
 UNIT = {"d": 1.0, "d_k": 1.0, "d_v": 1.0, "d_out": 1.0}

@@ -137,7 +137,7 @@ def start_height(system: NumericSystem) -> float:
 
 class LeveledModel(Protocol):
     """A law computed on ever finer discretisations: :class:`ProfiledModel`, and the masked scores of
-    :class:`~.two_point.MaskedScoresModel`."""
+    :class:`~.two_point_solver.MaskedScoresModel`."""
 
     def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
         """(level, nodes, m(w)) for every level in turn (``floor``: the height of the drivers' last step); a boolean
