@@ -37,7 +37,6 @@ DESCENT = 100
 MIX_FROM = 1e-3
 
 
-
 def _flat(state: TwoPointState) -> np.ndarray:
     return np.concatenate([state.read, state.delta], axis=1)
 
@@ -45,7 +44,7 @@ def _flat(state: TwoPointState) -> np.ndarray:
 def iterates(system: TwoPointSystem, w: np.ndarray, state: TwoPointState) -> Iterator[tuple[TwoPointState, np.ndarray, np.ndarray]]:
     """(state, m, change) after every step: damped steps (:data:`MIXING`) until a point's change falls below
     :data:`MIX_FROM`, then Anderson mixing of its last :data:`MEMORY` residuals (Walker & Ni 2011, type II,
-    regularised normal equations), the history restarted where the change grew tenfold over its best;
+    regularised normal equations) from then on, the history restarted where the change grew tenfold over its best;
     ``change`` is the largest change of a value relative to 1 + |value|."""
     points, reads = w.size, system.reads
     x = _flat(state)
