@@ -16,7 +16,8 @@ and the committed document must be the document of the committed record.
 A causal configuration's record is that of :mod:`gemhsa_sym.causal_record` (its law has no moments
 and no P(m, w), and costs tens of minutes): ``--write`` computes the law (or reads it from a cache
 folder), and :func:`check` reads the committed distribution function back, regenerates every other
-field from it and the configuration, and solves the probes again (docs/exports.md §5.5).
+field from it and the configuration, and solves the probes again (docs/exports.md §5.5);
+:func:`fill_cache` puts the committed laws, checked so, where ``verify`` and ``claims`` read them.
 
 A derivation may also have a verification record, ``NAME.verify.json``: the JSON of
 ``gemhsa-sym verify`` (:func:`~gemhsa_sym.verification.compare.verify`) at
@@ -48,12 +49,12 @@ from .free.law import SpectralLaw
 from .free.record import LawRecord, record_from_json
 from .presets import read_input
 from .verification.causal import verify_causal
-from .verification.causal_cache import cached_distribution
+from .verification.causal_cache import cached_distribution, store_distribution
 from .verification.claims import SAMPLE_HEADS
 from .verification.compare import verify
 
-__all__ = ["DPS", "VERIFY_DRAWS", "VERIFY_N", "Difference", "check", "check_file", "load", "records", "verification",
-           "write", "write_verifications"]
+__all__ = ["DPS", "VERIFY_DRAWS", "VERIFY_N", "Difference", "check", "check_file", "fill_cache", "load", "records",
+           "verification", "write", "write_verifications"]
 
 #: Digits of the support edges in the records.
 DPS = 30
@@ -261,3 +262,27 @@ def _check_causal(name: str, config: Config, committed: Any) -> list[Difference]
     diffs += [Difference(name, f"probes.{where}", committed.get("probes"), regenerated["probes"])
               for where in probe_differences(committed.get("probes"), regenerated["probes"])]
     return diffs
+
+
+def fill_cache(folder: Path, cache: str | Path, only: Sequence[str] | None = None,
+               progress: Callable[[str], None] = lambda name: None) -> list[str]:
+    """Keep the law of every causal entry in the folder ``cache``, where ``verify``, ``claims`` and ``--write`` read
+    it: each committed record is checked first (as by :func:`check`; ValueError naming the first difference), then
+    its distribution function is stored (docs/exports.md §5.5); returns the names stored."""
+    entries = []
+    for name, path in records(folder, only):  # every entry is checked before any is stored
+        causal = _causal(read_input(path))
+        if causal is None:
+            continue
+        progress(name)
+        json_path = path.with_suffix(".json")
+        if not json_path.exists():
+            raise ValueError(f"only: {name} has no record yet (run --write first)")
+        committed = json.loads(read_text(json_path, "record"))
+        diffs = _check_causal(name, causal, committed)
+        if diffs:
+            raise ValueError(f"{json_path}: the committed record differs from its regeneration ({diffs[0]}); run --write")
+        entries.append((name, causal, record_law(committed, causal)))
+    for _, causal, law in entries:
+        store_distribution(law, causal, cache)
+    return [name for name, _, _ in entries]

@@ -233,6 +233,33 @@ def test_causal_records_are_checked_without_recomputing_their_law(tmp_path: Path
         assert where in {d.where for d in check(tmp_path)}
 
 
+def test_fill_cache_keeps_the_checked_causal_laws_where_verify_reads_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--fill-cache stores the committed table (the stand-in F(x) = x / (1 + x), which no solve gives) where the cache
+    of verify and claims finds it; a record that fails its check is refused before anything is stored."""
+    import numpy as np
+
+    from gemhsa_sym.config import Config
+    from gemhsa_sym.verification.causal_cache import cached_distribution, causal_cache_file
+
+    folder, cache = tmp_path / "library", tmp_path / "cache"
+    folder.mkdir()
+    record = causal_entry(folder)
+    assert main(["derivations", "--fill-cache", "--dir", str(folder)]) == 2
+    assert "cache: --fill-cache needs --cache DIR" in capsys.readouterr().err
+    assert main(["derivations", "--fill-cache", "--dir", str(folder), "--cache", str(cache)]) == 0
+    assert "kept 1 causal laws" in capsys.readouterr().out
+    config = Config(name="square-causal", mask="causal", score="square")
+    law = cached_distribution(config, cache)
+    x = np.array(record["cdf"]["x"])
+    assert np.array_equal(law.x, x) and np.array_equal(law.cdf, x / (1 + x)) and law.nodes == 99
+    causal_cache_file(cache, config).unlink()
+    record["quantiles"]["x"][1] *= 2
+    (folder / "square-causal.json").write_text(json.dumps(record))
+    assert main(["derivations", "--fill-cache", "--dir", str(folder), "--cache", str(cache)]) == 2
+    assert "differs from its regeneration (square-causal: quantiles.x[1]" in capsys.readouterr().err
+    assert not causal_cache_file(cache, config).exists()
+
+
 def test_causal_document_compiles_with_its_monte_carlo(tmp_path: Path) -> None:
     from gemhsa_sym.causal_document import causal_document
 

@@ -374,3 +374,23 @@ def test_write_interrupted_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         write_atomic_with(tmp_path / "out.npz", writer)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_cache_entry_is_read_only_through_its_validation(tmp_path: Path) -> None:
+    """A valid entry comes back validated; a truncated, binary or tampered one gives None and a warning naming the file
+    and the reason; the key, the kind and the layout each change the file."""
+    from gemhsa_sym.verification.entries import entry_file, read_entry, write_entry
+
+    config = PRESETS["single-head"]
+    path = entry_file(tmp_path, "theory", 4, config.to_dict(), True)
+    assert read_entry(path, lambda data: validated(data, config, True), "a summary") is None  # none yet, no warning
+    write_entry(path, _cache_entry())
+    assert read_entry(path, lambda data: validated(data, config, True), "a summary").moments[0]["exact"] == "E"
+    for text, reason in (('{"config": ', "Expecting value"), ("\x00\xff", "not UTF-8 text"),
+                         (json.dumps(_cache_entry(moments=[{"exact": "E", "float": 9.0}])), "moment 1 is 9.0")):
+        path.write_bytes(text.encode("latin-1"))
+        with pytest.warns(UserWarning, match=rf"cache: .*{path.name} is not a summary \(.*{reason}.*\); recomputing it"):
+            assert read_entry(path, lambda data: validated(data, config, True), "a summary") is None
+    others = {entry_file(tmp_path, "theory", 4, config.to_dict(), False), entry_file(tmp_path, "causal", 4, config.to_dict(), True),
+              entry_file(tmp_path, "theory", 5, config.to_dict(), True)}
+    assert path not in others and len(others) == 3

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from gemhsa_sym.cli.common import MAX_JOBS, check_outputs, integer
-from gemhsa_sym.derivations import check, write, write_verifications
+from gemhsa_sym.derivations import check, fill_cache, write, write_verifications
 from gemhsa_sym.executors import open_executor
 
 
@@ -30,13 +30,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "A causal layer's law has no P(m, w) or moments and takes tens of minutes: --write\n"
             "computes it (or reads it from --cache DIR, where verify and claims keep it), and\n"
             "--check reads the committed distribution function back, regenerates the rest of\n"
-            "the record from it and solves m(w) again at four probe points (seconds)."
+            "the record from it and solves m(w) again at four probe points (seconds).\n"
+            "--fill-cache --cache DIR checks the committed causal laws so and keeps them in DIR,\n"
+            "where verify, claims and --write find them instead of solving again."
         ),
     )
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="regenerate and compare; exit 1 on a difference")
     mode.add_argument("--write", action="store_true", help="regenerate and overwrite the .json and .tex files")
     mode.add_argument("--verify", action="store_true", help="run the Monte Carlo and write NAME.verify.json and the .tex files")
+    mode.add_argument("--fill-cache", action="store_true", help="check the committed causal laws and keep them in --cache DIR")
     parser.add_argument("--dir", default="derivations", help="the library folder (default: derivations)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="only these derivations (file names without .toml)")
     parser.add_argument("--jobs", type=integer("jobs", 1, MAX_JOBS), default=1, help="local worker processes for --verify (default 1)")
@@ -50,16 +53,22 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     if not folder.is_dir():
         raise FileNotFoundError(f"dir: no derivations folder at {folder}")
+    if args.fill_cache and args.cache is None:
+        raise ValueError("cache: --fill-cache needs --cache DIR, the folder to keep the laws in")
     check_outputs(folders=[("cache", args.cache)])
 
     def progress(name: str) -> None:
-        doing = "checking" if args.check else "drawing" if args.verify else "writing"
+        doing = "checking" if args.check or args.fill_cache else "drawing" if args.verify else "writing"
         print(f"{doing} {name} ...", file=sys.stderr, flush=True)
 
     if args.verify:
         with open_executor(args.jobs) as executor:
             names = write_verifications(folder, args.only, executor, progress, args.cache)
         print(f"wrote {len(names)} verification records in {folder}")
+        return 0
+    if args.fill_cache:
+        names = fill_cache(folder, args.cache, args.only, progress)
+        print(f"kept {len(names)} causal laws in {args.cache}: {', '.join(names) or 'none'}")
         return 0
     if args.write:
         names = write(folder, args.only, progress, args.cache)

@@ -7,21 +7,18 @@ replaced, with a warning naming the file.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gemhsa_sym import __version__
 from gemhsa_sym.causal import REPORT_TOL, causal_distribution
 from gemhsa_sym.config import Config
-from gemhsa_sym.files import read_text, write_atomic
 from gemhsa_sym.free.profiled_law import Distribution
 
-__all__ = ["CAUSAL_CACHE_FORMAT", "causal_cache_file", "validated_distribution", "cached_distribution"]
+from .entries import entry_file, read_entry, write_entry
+
+__all__ = ["CAUSAL_CACHE_FORMAT", "causal_cache_file", "validated_distribution", "cached_distribution", "store_distribution"]
 
 #: Version of the entry's layout (part of its name).
 CAUSAL_CACHE_FORMAT = 1
@@ -30,8 +27,7 @@ CAUSAL_CACHE_FORMAT = 1
 def causal_cache_file(cache: Path, config: Config, tol: float = REPORT_TOL) -> Path:
     """Where the law of ``config`` at ``tol`` is kept in the folder ``cache``: a hash of the layout, the package
     version, the configuration and the tolerance."""
-    key = json.dumps([CAUSAL_CACHE_FORMAT, __version__, config.to_dict(), tol], sort_keys=True)
-    return cache / f"causal-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+    return entry_file(cache, "causal", CAUSAL_CACHE_FORMAT, config.to_dict(), tol)
 
 
 def _entry(law: Distribution, config: Config, tol: float) -> dict[str, Any]:
@@ -68,14 +64,17 @@ def cached_distribution(config: Config, cache: str | Path | None, tol: float = R
     (none: computed)."""
     if cache is None:
         return causal_distribution(config, tol)
-    path = causal_cache_file(Path(cache), config, tol)
-    if path.is_file():
-        try:
-            return validated_distribution(json.loads(read_text(path, "cache")), config, tol)
-        except ValueError as exc:  # json.JSONDecodeError is a ValueError
-            warnings.warn(f"cache: {path} is not a valid causal law of this configuration ({exc}); recomputing it",
-                          stacklevel=2)
+    found = read_entry(causal_cache_file(Path(cache), config, tol), lambda data: validated_distribution(data, config, tol),
+                       "a valid causal law of this configuration")
+    if found is not None:
+        return found
     law = causal_distribution(config, tol)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(_entry(law, config, tol)), "cache")
+    store_distribution(law, config, cache, tol)
     return law
+
+
+def store_distribution(law: Distribution, config: Config, cache: str | Path, tol: float = REPORT_TOL) -> Path:
+    """Keep ``law``, the law of ``config`` at ``tol``, in the folder ``cache`` (created if missing); returns its file."""
+    path = causal_cache_file(Path(cache), config, tol)
+    write_entry(path, _entry(law, config, tol))
+    return path

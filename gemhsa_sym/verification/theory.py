@@ -11,24 +11,21 @@ are equal without sampling).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gemhsa_sym import __version__
 from gemhsa_sym.config import Config
 from gemhsa_sym.derive import law_of
-from gemhsa_sym.files import read_text, write_atomic
 from gemhsa_sym.free.law import SpectralLaw
 from gemhsa_sym.free.record import atom_entry, edge_entry
 from gemhsa_sym.model_files import PolynomialModel
 from gemhsa_sym.parse import parse_number
+
+from .entries import entry_file, read_entry, write_entry
 
 __all__ = ["PROBES", "Theory", "cache_file", "theory_of", "theory_task", "validated"]
 
@@ -160,8 +157,7 @@ def theory_of(law: SpectralLaw, config: Config | PolynomialModel | None = None, 
 def cache_file(cache: Path, config: Config | PolynomialModel, cdf: bool) -> Path:
     """Where the summary of ``config`` (with or without the CDF table) is kept in the folder ``cache``:
     the name is a hash of the cache format, the package version, the configuration and the options."""
-    key = json.dumps([CACHE_FORMAT, __version__, config.to_dict(), cdf], sort_keys=True)
-    return cache / f"theory-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+    return entry_file(cache, "theory", CACHE_FORMAT, config.to_dict(), cdf)
 
 
 def _finite_floats(value: Any, what: str) -> np.ndarray:
@@ -203,19 +199,6 @@ def validated(data: Any, config: Config | PolynomialModel, cdf: bool) -> Theory:
     return theory
 
 
-def _cached(path: Path, config: Config | PolynomialModel, cdf: bool) -> Theory | None:
-    """The valid cache entry at ``path``, or None (with a warning naming the file when it is invalid)."""
-    if not path.is_file():
-        return None
-    try:
-        return validated(json.loads(read_text(path, "cache")), config, cdf)
-    except ValueError as exc:  # json.JSONDecodeError is a ValueError
-        reason = str(exc).removeprefix("cache: ")
-        warnings.warn(f"cache: {path} is not a valid summary of this configuration ({reason}); recomputing it",
-                      stacklevel=2)
-        return None
-
-
 def theory_task(config: Config | PolynomialModel, cdf: bool = True, cache: str | None = None) -> Theory:
     """Derive and summarise the law of ``config``, a configuration or a polynomial model (a task for an executor).
 
@@ -224,13 +207,13 @@ def theory_task(config: Config | PolynomialModel, cdf: bool = True, cache: str |
     :func:`validated`; an entry that does not validate is recomputed and replaced.
     """
     path = None if cache is None else cache_file(Path(cache), config, cdf)
-    if path is not None and (theory := _cached(path, config, cdf)) is not None:
+    if path is not None and (theory := read_entry(path, lambda data: validated(data, config, cdf),
+                                                  "a valid summary of this configuration")) is not None:
         return theory
     start = time.perf_counter()
     law = law_of(config)
     theory = theory_of(law, config, cdf=cdf)
     theory = Theory(**{**theory.__dict__, "seconds": time.perf_counter() - start})
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(theory.to_json_dict()), "cache")
+        write_entry(path, theory.to_json_dict())
     return theory
