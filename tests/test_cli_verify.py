@@ -166,12 +166,14 @@ def test_claims_attention_section(theory) -> None:
 
 def test_claims_causal_section_verdicts_are_computed(theory) -> None:
     """The causal section's verdicts follow its figures: a gap fitted as n^-0.5 shrinks, a flat one does not; each
-    law's KS(theory, GE) is compared with the floor + 0.002 (a layer without a law shows none)."""
+    law's KS(theory, GE) is compared with the floor + 0.002 and its KS(theory, softmax) fitted like the gap (a layer
+    without a law shows none)."""
     from gemhsa_sym.verification.causal import CausalPoint, CausalTheory, CausalVerification
     from gemhsa_sym.verification.claims import CAUSAL
 
     def points(gaps: list[float], theory_ge: float | None) -> list[CausalPoint]:
-        return [CausalPoint(n, None if theory_ge is None else 0.01, theory_ge, gap, 0.002, [0.0, 0.1, 19.0, 220.0],
+        """KS(theory, softmax) at the two n: the gaps halved (fitted as the gaps are)."""
+        return [CausalPoint(n, None if theory_ge is None else gap / 2, theory_ge, gap, 0.002, [0.0, 0.1, 19.0, 220.0],
                             [0.0, 0.11, 20.0, 250.0], 1.0, 1.0) for n, gap in zip((500, 2000), gaps)]
 
     law = CausalTheory([None, 0.15, 18.7, 218.0], (1e-4, 0.18), 1.03, 1e-4)
@@ -186,6 +188,7 @@ def test_claims_causal_section_verdicts_are_computed(theory) -> None:
         assert "| shared | 500 | no law | no law |" in text and "Verdict (shared law)" not in text
         assert "Verdict (square law): KS(theory, GE) at n = 2000 is 0.0035 against the floor 0.0020: **within**" in text
         assert "Verdict (softmax law): KS(theory, GE) at n = 2000 is 0.0095 against the floor 0.0020: **beyond**" in text
+        assert f"the floor + 0.002; KS(theory, softmax) {verdict}" in text and "the law's own error of F is 0.0001." in text
 
 
 @pytest.mark.slow

@@ -18,7 +18,8 @@ are computed, never written in:
   KS(softmax, GE) against n and its fitted exponent, "shrinks" when the exponent is at most STALLED_EXPONENT and the gap
   falls from the smallest to the largest n; for every causal layer of the section (softmax by the
   two-point equation, the square score by its variance profile), KS(theory, GE) within the floor +
-  0.002 at the largest n or beyond it.
+  0.002 at the largest n or beyond it, and KS(theory, softmax) against n by the same rule as
+  KS(softmax, GE), beside the law's own error of F.
 """
 
 from __future__ import annotations
@@ -216,11 +217,18 @@ def _causal_section(result: ClaimsResult) -> list[str]:
                      f"n^{a:.2f} over n = {first.n} .. {last.n}; at n = {last.n} it is {last.ks_softmax_ge / last.floor:.1f} "
                      "times the floor.")
     for score, v in result.causal.items():
-        last = v.points[-1]
-        if last.ks_theory_ge is not None:
-            within = last.ks_theory_ge <= last.floor + FLOOR_MARGIN
-            lines.append(f"Verdict ({score} law): KS(theory, GE) at n = {last.n} is {last.ks_theory_ge:.4f} against the "
-                         f"floor {last.floor:.4f}: **{'within' if within else 'beyond'}** the floor + {FLOOR_MARGIN:g}.")
+        first, last = v.points[0], v.points[-1]
+        if v.theory is None or last.ks_theory_ge is None or last.ks_theory_softmax is None:
+            continue
+        within = last.ks_theory_ge <= last.floor + FLOOR_MARGIN
+        line = (f"Verdict ({score} law): KS(theory, GE) at n = {last.n} is {last.ks_theory_ge:.4f} against the floor "
+                f"{last.floor:.4f}: **{'within' if within else 'beyond'}** the floor + {FLOOR_MARGIN:g}")
+        a = v.exponents().get("ks_theory_softmax")
+        if a is not None:
+            shrinks = a <= STALLED_EXPONENT and last.ks_theory_softmax < first.ks_theory_softmax
+            line += (f"; KS(theory, softmax) **{'shrinks' if shrinks else 'does not shrink'}**, fitted as n^{a:.2f} over "
+                     f"n = {first.n} .. {last.n}")
+        lines.append(line + f"; the law's own error of F is {v.theory.error:.4f}.")
     return lines
 
 
@@ -245,7 +253,9 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
         + (f"; not run: {', '.join(p for p in BIDIRECTIONAL_PRESETS if p not in result.theories)}"
            if len(result.theories) < len(BIDIRECTIONAL_PRESETS)
            else "") + ").",
-        "Every figure below is computed by that command; regenerate the file with it.",
+        "Every figure below is computed by that command; regenerate the file with it"
+        + (" (the causal softmax laws take tens of minutes: `gemhsa-sym derivations --fill-cache --cache DIR` keeps the "
+           "library's, which the command reads with `--cache DIR`)." if result.causal else "."),
         "Spectra: eigenvalues of Y_c^T Y_c / n (of n (A - J)^T (A - J) for the attention matrix, of R^T P R / n for the",
         "residual stream). KS = Kolmogorov–Smirnov distance; theory = the derived",
         "limiting law (its CDF, atoms included); floor = KS between two independent Gaussian-equivalent",
