@@ -273,6 +273,8 @@ def fill_cache(folder: Path, cache: str | Path, only: Sequence[str] | None = Non
     for name, path in records(folder, only):  # every entry is checked before any is stored
         causal = _causal(read_input(path))
         if causal is None:
+            if only:
+                raise ValueError(f"only: {name} is not a causal entry (the cache keeps only causal laws)")
             continue
         progress(name)
         json_path = path.with_suffix(".json")

@@ -246,6 +246,9 @@ def test_fill_cache_keeps_the_checked_causal_laws_where_verify_reads_them(tmp_pa
     record = causal_entry(folder)
     assert main(["derivations", "--fill-cache", "--dir", str(folder)]) == 2
     assert "cache: --fill-cache needs --cache DIR" in capsys.readouterr().err
+    (folder / "mp.toml").write_text((LIBRARY / "marchenko-pastur.toml").read_text())
+    assert main(["derivations", "--fill-cache", "--dir", str(folder), "--cache", str(cache), "--only", "mp"]) == 2
+    assert "only: mp is not a causal entry" in capsys.readouterr().err and not cache.exists()
     assert main(["derivations", "--fill-cache", "--dir", str(folder), "--cache", str(cache)]) == 0
     assert "kept 1 causal laws" in capsys.readouterr().out
     config = Config(name="square-causal", mask="causal", score="square")
