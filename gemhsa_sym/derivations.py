@@ -279,7 +279,7 @@ def fill_cache(folder: Path, cache: str | Path, only: Sequence[str] | None = Non
         progress(name)
         json_path = path.with_suffix(".json")
         if not json_path.exists():
-            raise ValueError(f"only: {name} has no record yet (run --write first)")
+            raise ValueError(f"record: {name} has no {json_path.name} yet (run --write first)")
         committed = json.loads(read_text(json_path, "record"))
         diffs = _check_causal(name, causal, committed)
         if diffs:
