@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import flint
 import mpmath
 import numpy as np
 import sympy as sp
@@ -82,29 +83,38 @@ class _Factors:
 
     def real_roots(self, values: Mapping[sp.Symbol, sp.Expr], dps: int) -> list[mpmath.mpf]:
         """Real roots in w of every factor with the symbols' ``values`` substituted, to ``dps`` digits
-        (coefficients evaluated from the exact terms at 2 dps + 20 digits, roots by mpmath.polyroots)."""
+        (coefficients evaluated from the exact terms in ball arithmetic at 2 dps + 20 digits, roots isolated
+        by :func:`_real_roots`)."""
         missing = [str(s) for s in self.symbolic if s not in values]
         if missing:
             raise ValueError(f"parameters: no value given for {', '.join(missing)}")
         work = 2 * dps + 20
         roots: list[mpmath.mpf] = []
-        with mpmath.workdps(work):
-            at = [mpmath.mpmathify(sp.N(values[s], work)) for s in self.symbolic]
+        with flint.ctx.workdps(work):
+            at = [flint.arb(str(sp.N(values[s], work))) for s in self.symbolic]
             for factor in self.factors:
-                coeffs = [mpmath.mpf(0)] * (self.backend.degrees(factor)[1] + 1)
+                coeffs = [flint.arb(0)] * (self.backend.degrees(factor)[1] + 1)
                 for exps, c in self.backend.terms(factor):
-                    term = mpmath.mpf(c.numerator) / c.denominator
+                    term = flint.arb(flint.fmpq(c.numerator, c.denominator))
                     for v, e in zip(at, exps[2:]):
                         term *= v**e
-                    coeffs[-1 - exps[1]] += term
-                if len(coeffs) == 2:
-                    found = [-coeffs[1] / coeffs[0]]
-                else:
-                    found = mpmath.polyroots(coeffs, maxsteps=400, extraprec=4 * work)
-                scale = max(abs(r) for r in found) + 1
-                roots += [mpmath.re(r) for r in found if abs(mpmath.im(r)) <= mpmath.mpf(10) ** (-work // 2) * scale]
+                    coeffs[exps[1]] += term
+                roots += _real_roots(coeffs, work)
         with mpmath.workdps(dps):
             return sorted({+r for r in roots})
+
+
+def _real_roots(coeffs: list[flint.arb], work: int) -> list[mpmath.mpf]:
+    """The real roots of sum_k coeffs[k] w^k (ball coefficients good to ``work`` digits, a square-free polynomial)
+    at ``work`` digits: isolated with Arb (``acb_poly.roots``, refined to 10^-(work / 2 + 10), at most four times the
+    working precision) and real where the imaginary part of a root's ball contains 0 (the conjugate of a non-real
+    root would share that ball)."""
+    with mpmath.workdps(work):
+        if len(coeffs) == 2:
+            return [mpmath.mpf((-coeffs[0] / coeffs[1]).mid().str(work, radius=False))]
+        found = flint.acb_poly([flint.acb(c) for c in coeffs]).roots(tol=flint.arb(10) ** -(work // 2 + 10),
+                                                                      maxprec=4 * flint.ctx.prec)
+        return [mpmath.mpf(r.real.mid().str(work, radius=False)) for r in found if r.imag.contains(0)]
 
 
 def _factors(elimination: Elimination, time_limit: float) -> _Factors:
