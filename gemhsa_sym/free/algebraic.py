@@ -107,8 +107,8 @@ class _Factors:
 def _real_roots(coeffs: list[flint.arb], work: int) -> list[mpmath.mpf]:
     """The real roots of sum_k coeffs[k] w^k (ball coefficients good to ``work`` digits, a square-free polynomial)
     at ``work`` digits: isolated with Arb (``acb_poly.roots``, refined to 10^-(work / 2 + 10), at most four times the
-    working precision) and real where the imaginary part of a root's ball contains 0 (the conjugate of a non-real
-    root would share that ball)."""
+    working precision) and counted real where the imaginary part of its ball contains 0 (a non-real root closer than
+    that radius to the real axis would count as real, as under any finite precision)."""
     with mpmath.workdps(work):
         if len(coeffs) == 2:
             return [mpmath.mpf((-coeffs[0] / coeffs[1]).mid().str(work, radius=False))]
