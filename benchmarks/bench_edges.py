@@ -58,7 +58,7 @@ def main() -> None:
         figures[name] = row
         if not args.json:
             got = f"edges from P {edges_s:.2f} s" if found is not None else f"no edges from P ({row['why_none']})"
-            print(f"{name}: P {p_s:.2f} s; {got}; folds {fold_s:.2f} s" + (f"; ratio {edges_s / fold_s:.2f}" if found else ""), flush=True)
+            print(f"{name}: P {p_s:.2f} s; {got}; folds {fold_s:.2f} s" + (f"; ratio {edges_s / fold_s:.2f}" if found is not None else ""), flush=True)
     command = [sys.executable, "-m", "gemhsa_sym.cli", "derive", "single-head", "--json"]
     _, derive_s = timed(lambda: subprocess.run(command, check=True, capture_output=True))
     _, draw_s = timed(lambda: sample(PRESETS["single-head"], n=2000, draws=1, seed=0, progress=False))
