@@ -11,12 +11,14 @@
 (c) seconds for one value of the Stieltjes transform at 50 digits.
 
 (a) and (b) are timed twice: from the Dyson system alone, and from the root of
-P(m, w) = 0 (``method="polynomial"``) once ``law.algebraic()`` has found it (the elimination's own time is
-printed beside, paid once per law).
+P(m, w) = 0 (``method="polynomial"``) once ``law.algebraic()`` has found it and
+``law.solver("polynomial")`` has prepared it (P in double precision and its start at i top); both
+times are printed beside, paid once per law, as is the load of the compiled root kernel from
+numba's cache, paid once per process (before the timings).
 
 With ``--json`` the figures come as one object instead: ``"density_ratio"`` is (b) from the
 Dyson system (the default method), ``"density_ratio_polynomial"`` from the root of P (target for
-(b): at most 0.01).
+(b): at most 0.01), ``"prepare_s_polynomial"`` the preparation of (b)'s root of P.
 
     python benchmarks/bench_free.py [--points 1000] [--N 2000] [--repeat 1] [--json]
 """
@@ -50,13 +52,26 @@ def attention_law():
     return spectral_law((x @ w1 @ x.T + z / 2) @ x @ w2, {n: 1, d: R(1, 2), dv: R(1, 4)})
 
 
-def eliminate_all(laws: list) -> float:
-    """Find P(m, w) for every law; the mean seconds per law."""
+def eliminate_all(laws: list) -> tuple[float, float]:
+    """Find P(m, w) for every law, then prepare its root (``law.solver("polynomial")``); the mean
+    seconds per law of each."""
     start = time.perf_counter()
     for law in laws:
         if law.algebraic().polynomial is None:
             raise RuntimeError(f"no P(m, w) for {law}")
-    return (time.perf_counter() - start) / len(laws)
+    found = time.perf_counter()
+    for law in laws:
+        law.solver("polynomial")
+    return (found - start) / len(laws), (time.perf_counter() - found) / len(laws)
+
+
+def load_kernel() -> float:
+    """Seconds to load the compiled root kernel (numba's cache; a compile on the first run ever)."""
+    law = product_law()
+    law.algebraic()
+    start = time.perf_counter()
+    law.density(np.array([0.5]), method="polynomial")
+    return time.perf_counter() - start
 
 
 def product_density_50(x: mpmath.mpf) -> mpmath.mpf:
@@ -94,6 +109,9 @@ def main() -> None:
         if not args.json:
             print(line)
 
+    loaded = load_kernel()
+    figures["kernel_load_s"] = loaded
+    say(f"compiled root kernel loaded in {loaded:.2f} s (once per process)")
     # (a) product density in double, error against 50 digits
     grid = np.linspace(0.0, 4.0, args.points + 1)[1:]
     check = np.arange(0, args.points, max(1, args.points // 20))
@@ -103,7 +121,7 @@ def main() -> None:
         start = time.perf_counter()
         laws = [product_law() for _ in range(args.repeat)]
         built = (time.perf_counter() - start) / args.repeat
-        eliminated = eliminate_all(laws) if with_p else 0.0
+        eliminated, prepared = eliminate_all(laws) if with_p else (0.0, 0.0)
         values: list[np.ndarray] = []
         method = "polynomial" if with_p else "dyson"
         seconds = best_times([lambda: values.append(laws.pop().density(grid, method=method))], args.repeat)[0]
@@ -112,8 +130,8 @@ def main() -> None:
         rel = max(abs(float(r) - rho[i]) / float(r) for i, r in zip(check, ref) if r > 0)
         key = "polynomial" if with_p else "dyson"
         figures |= {f"product_density_s_{key}": seconds, f"product_error_{key}": err}
-        say(f"(a) MP(1/2) x MP(1/4) density, {args.points} points in double, {label}: {seconds:.3f} s "
-            f"(law built in {built:.3f} s, P in {eliminated:.3f} s); max error vs 50 digits at "
+        say(f"(a) MP(1/2) x MP(1/4) density, {args.points} points in double, {label}: {seconds:.4f} s "
+            f"(law built in {built:.3f} s, P in {eliminated:.3f} s, prepared in {prepared:.4f} s); max error vs 50 digits at "
             f"{check.size} points: {err:.2e} absolute, {rel:.2e} relative")
 
     # (b) attention-type polynomial density vs one Monte Carlo draw
@@ -122,13 +140,16 @@ def main() -> None:
     grid_b = np.linspace(0.0, top, args.points + 1)[1:]
     for label, with_p in (("Dyson system", False), ("root of P", True)):
         laws = [attention_law() for _ in range(args.repeat)]
-        eliminated = eliminate_all(laws) if with_p else 0.0
+        eliminated, prepared = eliminate_all(laws) if with_p else (0.0, 0.0)
         method = "polynomial" if with_p else "dyson"
         dens = best_times([lambda: laws.pop().density(grid_b, method=method)], args.repeat)[0]
         figures |= {"draw_s": mc, ("density_s_polynomial" if with_p else "density_s"): dens,
                     ("density_ratio_polynomial" if with_p else "density_ratio"): dens / mc}
-        say(f"(b) (X W1 X^T + Z/2) X W2 density, {args.points} points on (0, {top:.2f}], {label}: {dens:.3f} s "
-            f"(P in {eliminated:.2f} s); one numpy draw at N = {args.N}: {mc:.2f} s; ratio density / draw = {dens / mc:.3f}")
+        if with_p:
+            figures["prepare_s_polynomial"] = prepared
+        say(f"(b) (X W1 X^T + Z/2) X W2 density, {args.points} points on (0, {top:.2f}], {label}: {dens:.4f} s "
+            f"(P in {eliminated:.2f} s, prepared in {prepared:.4f} s); one numpy draw at N = {args.N}: {mc:.2f} s; "
+            f"ratio density / draw = {dens / mc:.4f}")
 
     # (c) one Stieltjes value at 50 digits
     w = mpmath.mpc("0.7", "0.25")

@@ -25,10 +25,11 @@ verified points around them (values and dg/dx from the implicit function
 theorem) and accepted only where Newton lands within the interpolant's own
 error estimate; the rest (near edges) descend like any other target.
 
-The same drivers follow the root of the minimal polynomial P(m, w)
-(:class:`~.polynomial_system.PolynomialSystem`) once the elimination has
-found it: started from the Dyson solution at x + i*top, with the continuity
-checks relative to |m|.
+The root of the minimal polynomial P(m, w) (:class:`~.polynomial_system.PolynomialSystem`),
+once the elimination has found it, is followed by the same steps compiled, point by point
+(:mod:`.root_kernel`, with this module's tolerances): started from the Dyson solution at
+x + i*top, with the continuity checks relative to |m|, and real targets marched along their
+grid from the tangent at the last verified point instead of interpolated in rounds.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .numeric import DOUBLE, Equations, newton_iterates
+from .polynomial_system import PolynomialSystem
+from .results import ROOT_ROUNDING
+from .root_kernel import Tolerances, follow_roots
 
 #: A system the drivers follow: the Dyson system, or the minimal polynomial of m.
 System = Equations
@@ -71,6 +75,8 @@ GRID_TRUST = 3e-3
 #: Rounds of interpolated starts between verified points; each gap shrinks towards the edges
 #: it contains by a few points per round, so the points left then descend (in one batch).
 GRID_ROUNDS = 6
+#: Im m <= HERGLOTZ (1 + |m|) where Im w >= 0 (the Herglotz sign, to rounding).
+HERGLOTZ = 1e-7
 #: Continuation Newton on the root of P: each step at most this times the one before (1/2
 #: at a double root), unless both are below NOISE (1 + |g|), the rounding level near an edge.
 CONTRACTION = 0.75
@@ -204,7 +210,7 @@ def _far_start(system: System, w: np.ndarray, tol: float, anchor: tuple[complex,
 
 def herglotz(m: np.ndarray) -> np.ndarray:
     """Im m(w) <= 0 wherever Im w >= 0 (to rounding)."""
-    return m.imag <= 1e-7 * (1 + np.abs(m))
+    return m.imag <= HERGLOTZ * (1 + np.abs(m))
 
 
 def predict(system: System, w0: np.ndarray, w1: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -242,7 +248,7 @@ def descend(system: System, base: np.ndarray, direction: np.ndarray, s_from: np.
 
 
 def follow_branch(system: System, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float = 1e-12,
-                  seeds: Branch | None = None) -> Branch:
+                  seeds: Branch | None = None, start: tuple[complex, np.ndarray] | None = None) -> Branch:
     """The physical solution at targets w with Im w >= 0, by descent from Re w + i*top (double).
 
     Targets with Im w below ``floor`` (a number or one per target) are solved
@@ -251,7 +257,10 @@ def follow_branch(system: System, w: np.ndarray, top: float, floor: float | np.n
     §3.4: never a cold start near the real axis). ``seeds``, verified solutions of
     the same system at real points (a Branch of an earlier call), make real
     targets a grid whose points between seeds start from their interpolant
-    (:func:`_follow_grid`) instead of descending.
+    (:func:`_follow_grid`) instead of descending. The root of P (a :class:`PolynomialSystem`) is
+    followed compiled (:func:`_follow_roots`), where seeds are not needed. ``start`` (w0, g0): the
+    physical solution at one point far out (Im w0 >= top) that every target is continued from
+    (default: the fixed-point start above the targets' middle).
     """
     if system.backend is not DOUBLE:
         raise TypeError("follow_branch runs in double precision; refine its result with mpmath")
@@ -260,11 +269,33 @@ def follow_branch(system: System, w: np.ndarray, top: float, floor: float | np.n
         raise ValueError("w: expected a one-dimensional array of targets")
     if np.any(w.imag < 0):
         raise ValueError("w: targets must lie in the closed upper half plane (use conjugation below it)")
+    if isinstance(system, PolynomialSystem):
+        return _follow_roots(system, w, top, np.broadcast_to(np.asarray(floor, dtype=float), w.shape), tol, start)
     # batches of small matrices: BLAS threads only add contention
     with threadpool_limits(limits=1, user_api="blas"):
         if (w.size >= GRID_MIN or seeds is not None) and np.all(w.imag == 0):
-            return _follow_grid(system, w.real, top, np.broadcast_to(floor, w.shape), tol, seeds)
-        return _follow(system, w, top, floor, tol)
+            return _follow_grid(system, w.real, top, np.broadcast_to(floor, w.shape), tol, seeds, start)
+        return _follow(system, w, top, floor, tol, start)
+
+
+def _follow_roots(system: PolynomialSystem, w: np.ndarray, top: float, floor: np.ndarray, tol: float,
+                  start: tuple[complex, np.ndarray] | None) -> Branch:
+    """:func:`follow_branch` for the root of P, compiled (:func:`.root_kernel.follow_roots`): the
+    targets sorted by Re w (real ones are marched along that order), continued from ``start`` or
+    the physical solution above their middle; ok also requires the root to round well (relative
+    error at most ROOT_ROUNDING)."""
+    order = np.argsort(w.real, kind="stable")
+    if start is None:
+        middle = (w.real.min() + w.real.max()) / 2 + 1j * max(top, float(np.max(w.imag)))
+        start = (middle, fixed_point_start(system, np.array([middle]), tol)[0])
+    k = Tolerances(tol, 1e-14, POLISH, CONTRACTION, NOISE, DESCENT_RATIO, FAST_RATIO, FAST_CHANGE, FIRST_STEP, FAR_STEP,
+                   MAX_POWER, MAX_SPLITS, EARLY_FLOOR, GRID_TRUST, HERGLOTZ, ROOT_ROUNDING)
+    m, ok = follow_roots(system.coefficients, np.ascontiguousarray(w.real[order]), np.ascontiguousarray(w.imag[order]),
+                         np.ascontiguousarray(floor[order], dtype=float), float(top), complex(start[0]), complex(start[1][0]), k)
+    g = np.empty((w.size, 1), dtype=complex)
+    done = np.empty(w.size, dtype=bool)
+    g[order, 0], done[order] = m, ok
+    return Branch(w=w, g=g, ok=done, output=0)
 
 
 def _follow(system: System, w: np.ndarray, top: float, floor: float | np.ndarray, tol: float, anchor: tuple[complex, np.ndarray] | None = None) -> Branch:
@@ -324,7 +355,8 @@ def _cubic(x0: np.ndarray, u0: np.ndarray, d0: np.ndarray, x1: np.ndarray, u1: n
     return cubic, np.max(np.abs(cubic - tangent), axis=-1)
 
 
-def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, tol: float, seeds: Branch | None = None) -> Branch:
+def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, tol: float, seeds: Branch | None = None,
+                 start: tuple[complex, np.ndarray] | None = None) -> Branch:
     """:func:`follow_branch` on a real grid: descent on GRID_COARSE points (or the verified real
     ``seeds`` instead, merged into the grid), then interpolation.
 
@@ -353,11 +385,12 @@ def _follow_grid(system: System, x: np.ndarray, top: float, floor: np.ndarray, t
         g[idx], known[idx] = sol, True
         du[idx] = sol + xs[idx, None] * _tangent(system, xs[idx] + 0j, sol)
 
-    anchor: tuple[complex, np.ndarray] | None = None
+    anchor = start
     if seeds is None:
         coarse = np.unique(np.round(np.linspace(0, n - 1, min(n, GRID_COARSE))).astype(int))
-        middle = (xs[0] + xs[-1]) / 2 + 1j * top
-        anchor = (middle, fixed_point_start(system, np.array([middle]), tol)[0])  # far above the grid
+        if anchor is None:
+            middle = (xs[0] + xs[-1]) / 2 + 1j * top
+            anchor = (middle, fixed_point_start(system, np.array([middle]), tol)[0])  # far above the grid
         br = _follow(system, xs[coarse] + 0j, top, fl[coarse], tol, anchor)
         g[coarse] = br.g
         verified(coarse[br.ok], br.g[br.ok])

@@ -20,15 +20,20 @@ log-log tangent (:func:`~.continuation.predict`) and are checked relative to |m|
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import mpmath
 import numpy as np
 import sympy as sp
 
 from .numeric import DOUBLE, Backend, NumericSystem
 
 __all__ = ["PolynomialSystem"]
+
+#: Digits at which the coefficients of P are summed before they are rounded to double.
+COEFFICIENT_DPS = 30
 
 
 @dataclass(frozen=True)
@@ -45,14 +50,29 @@ class PolynomialSystem:
     relative: ClassVar[bool] = True
 
     @classmethod
-    def build(cls, polynomial: sp.Expr, m: sp.Symbol, w: sp.Symbol, anchor: NumericSystem) -> "PolynomialSystem":
-        """From P with numeric coefficients (every parameter substituted)."""
-        poly = sp.Poly(polynomial, m, w)
-        if poly.free_symbols - {m, w}:
-            raise ValueError(f"P: no value for {', '.join(sorted(map(str, poly.free_symbols - {m, w})))}")
+    def build(cls, polynomial: sp.Expr, m: sp.Symbol, w: sp.Symbol, anchor: NumericSystem,
+              values: Mapping[sp.Symbol, sp.Expr] | None = None) -> "PolynomialSystem":
+        """From P and the exact ``values`` of its other symbols: each coefficient of m^a w^b, a
+        polynomial in those symbols, summed in mpmath at COEFFICIENT_DPS digits (no SymPy evalf per
+        term; a coefficient that is not rational in them is evaluated by SymPy)."""
+        values = dict(values or {})
+        symbols = sorted(values, key=str)
+        poly = sp.Poly(polynomial, m, w, *symbols)
+        if poly.free_symbols - {m, w, *symbols}:
+            raise ValueError(f"P: no value for {', '.join(sorted(map(str, poly.free_symbols - {m, w, *symbols})))}")
+        dom = poly.domain
         C = np.zeros((poly.degree(m) + 1, poly.degree(w) + 1), dtype=complex)
-        for (a, b), c in poly.terms():
-            C[a, b] = complex(c)
+        with mpmath.workdps(COEFFICIENT_DPS):
+            at = [mpmath.mpmathify(sp.N(values[v], COEFFICIENT_DPS)) for v in symbols]
+            sums: dict[tuple[int, int], Any] = {}
+            for (a, b, *exps), c in poly.rep.terms():
+                q = mpmath.mpf(int(dom.numer(c))) / int(dom.denom(c)) if dom.is_ZZ or dom.is_QQ \
+                    else mpmath.mpmathify(sp.N(dom.to_sympy(c), COEFFICIENT_DPS))
+                for v, e in zip(at, exps):
+                    q *= v**e
+                sums[a, b] = sums.get((a, b), 0) + q
+            for (a, b), q in sums.items():
+                C[a, b] = complex(q)
         return cls(C / np.max(np.abs(C)), anchor)
 
     @functools.cached_property
@@ -77,15 +97,6 @@ class PolynomialSystem:
             Fm = (A[:, k:] * wp).sum(axis=1) / S
             Fw = (A[:, 1:k] * wp[:, :-1]) @ b[1:] / S
         return F[:, None], Fm[:, None, None], Fw[:, None]
-
-    def rounding(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """Relative error of the double-precision root m from rounding: 10 eps S / (|P_m| |m|)
-        (the evaluation's backward error over the root's sensitivity; large near an atom,
-        where P cancels between huge terms, and at a double root)."""
-        _, J, _ = self.linearisation(w, g)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = 10 * np.finfo(float).eps / np.abs(J[:, 0, 0] * g[:, 0])
-        return np.where(np.isfinite(out), out, np.inf)
 
     def residual_jacobian(self, w: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """F and dF/dm (:meth:`linearisation` without dF/dw)."""

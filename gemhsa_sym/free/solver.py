@@ -16,13 +16,13 @@ from typing import Any, Literal
 import mpmath
 import numpy as np
 
-from .continuation import Branch, BranchError, RaysFailed, follow_branch, newton_solve
+from .continuation import Branch, BranchError, RaysFailed, fixed_point_start, follow_branch, newton_solve
 from .derivation import Derivation
 from .elimination import Elimination, M
 from .numeric import DOUBLE, MP, NumericSystem
 from .polynomial_system import PolynomialSystem
 from .rays import follow_rays
-from .results import ROOT_ROUNDING, check_dps, probe_points, top_of
+from .results import check_dps, probe_points, top_of
 from .system import W
 
 __all__ = ["BranchSolver", "ValueMethod"]
@@ -56,14 +56,24 @@ class BranchSolver:
         """The root of P(m, w) as a system of one unknown, for the polynomial method."""
         if self.elimination is None or self.derivation.zero:
             return None
-        return PolynomialSystem.build(self.elimination.specialised(), M, W, self.dyson)
+        return PolynomialSystem.build(self.elimination.polynomial, M, W, self.dyson, self.elimination.values)
+
+    @functools.cached_property
+    def root_start(self) -> tuple[complex, np.ndarray] | None:
+        """The root of P that is m at w = i top (from the Dyson solution there), where every follow
+        of the root starts (docs/solving.md §3.6); None without P."""
+        if self.polynomial is None:
+            return None
+        w0 = 1j * self.top
+        return w0, fixed_point_start(self.polynomial, np.array([w0]), 1e-12)[0]
 
     def with_polynomial(self, elimination: Elimination) -> BranchSolver:
         """A new solver that follows the root of P(m, w) of ``elimination`` (sharing this one's
-        numeric Dyson systems, which do not change)."""
+        numeric Dyson systems, which do not change), its P in double precision and its start built."""
         solver = BranchSolver(self.derivation, elimination)
         solver.__dict__["dyson"] = self.dyson
         solver._mp = self._mp
+        _ = solver.root_start
         return solver
 
     @property
@@ -91,10 +101,9 @@ class BranchSolver:
             br = follow_branch(self.dyson, target, top=self.top, floor=floor, seeds=seeds)
             g, ok = br.g, br.ok
         else:
-            roots = None if seeds is None else Branch(seeds.w, seeds.g[:, [seeds.output]], seeds.ok, 0)
-            br = follow_branch(self.polynomial, target, top=self.top, floor=floor, seeds=roots)
+            br = follow_branch(self.polynomial, target, top=self.top, floor=floor, start=self.root_start)  # needs no seeds
             g, ok = br.g, br.ok
-            redo = ~ok | (self.polynomial.rounding(target, g) > ROOT_ROUNDING)
+            redo = ~ok
             if np.any(redo):  # where P fails or rounds badly, the Dyson system
                 again = follow_branch(self.dyson, target[redo], top=self.top, floor=floor[redo], seeds=seeds)
                 g[redo], ok[redo] = again.g[:, [again.output]], again.ok
