@@ -19,6 +19,7 @@ the support (checked numerically at several points of every interval).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ import numpy as np
 import sympy as sp
 
 from .bounded import run_bounded
+from .discriminant import discriminant_factors
 from .elimination import TIME_LIMIT, Elimination, M
 from .polynomials import FlintBackend
 from .results import SUPPORT_THRESHOLD, Atom, Candidate, Edge, EdgeClassification
@@ -43,12 +45,13 @@ PROBE = 1e-7
 def _factor_terms(P: sp.Expr, gens: tuple[sp.Symbol, ...]) -> list[list[tuple[tuple[int, ...], Any]]]:
     """The terms of the irreducible factors involving w of disc_m(P) * lc_m(P), each once and monic."""
     B = FlintBackend(gens)
-    p = B.from_sympy(P)
-    terms = B.terms(p)
+    terms = B.terms(B.from_sympy(P))
     top = max(m[0] for m, _ in terms)
     lead = B.from_terms({(0, *m[1:]): c for m, c in terms if m[0] == top})
+    scale = math.lcm(*(c.denominator for _, c in terms))
+    disc = [B.from_terms(f) for f in discriminant_factors({m: int(c * scale) for m, c in terms})]
     found: list[Any] = []
-    for f in B.factors(B.discriminant(p, 0)) + B.factors(lead):
+    for f in disc + B.factors(lead):
         if B.degrees(f)[1] > 0 and (f := f / f.leading_coefficient()) not in found:
             found.append(f)
     return [B.terms(f) for f in found]

@@ -89,9 +89,6 @@ class FlintBackend(PolynomialBackend):
     def factors(self, p: Any) -> list[Any]:
         return [f for f, _ in p.factor()[1]]
 
-    def discriminant(self, p: Any, i: int) -> Any:
-        return p.discriminant(self.names[i])
-
     def degrees(self, p: Any) -> tuple[int, ...]:
         return tuple(int(d) for d in p.degrees())
 
