@@ -28,7 +28,8 @@ from scipy import integrate
 from template_laws import TEMPLATES, VB, W2B, XA, ZA, a_, b_, c_, template_law
 
 from gemhsa_sym.free import Dim, Gaussian, ShapeMismatch, W, linearise, spectral_law
-from gemhsa_sym.free.continuation import GRID_MIN, BranchError, predict
+from gemhsa_sym.free.continuation import GRID_MIN
+from gemhsa_sym.free.descent import BranchError, predict
 from gemhsa_sym.free.matrices import dims_of
 from gemhsa_sym.free.polynomial_system import PolynomialSystem
 from gemhsa_sym.free.support import power_law_limit

@@ -15,7 +15,7 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.free import Dim, Gaussian, SpectralLaw, spectral_law
-from gemhsa_sym.free.continuation import Branch
+from gemhsa_sym.free.descent import Branch
 
 n, d, D, dv = Dim("n"), Dim("d"), Dim("D"), Dim("d_v")
 p, N1, N2 = Dim("p"), Dim("N1"), Dim("N2")

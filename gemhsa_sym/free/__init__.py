@@ -5,7 +5,7 @@
 >>> law = spectral_law(Gaussian("X", n, d), {n: 1, d: 2})   # Marchenko–Pastur
 """
 
-from .continuation import BranchError
+from .descent import BranchError
 from .law import SpectralLaw, spectral_law
 from .matrices import Dim, Gaussian, ShapeMismatch
 from .pencil import Pencil, linearise

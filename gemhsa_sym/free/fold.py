@@ -2,7 +2,7 @@
 
 On the real axis outside the support the Dyson system has a real solution g(x). With
 m = g_out as the parameter, F(g, x) = 0 is solved for u = (the other unknowns, x): the
-:class:`FoldSystem`, an ordinary system of the Newton driver (:func:`.continuation.newton_solve`)
+:class:`FoldSystem`, an ordinary system of the Newton driver (:func:`.descent.newton_solve`)
 in either back end. At an edge x(m) has an extremum, dx/dm = 0; the secant method on dx/dm
 (implicit differentiation) finds it, first in double precision, then at the requested digits.
 """
@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import mpmath
 import numpy as np
 
-from .continuation import BranchError, newton_solve
+from .descent import BranchError, newton_solve
 from .numeric import DOUBLE, Backend, NumericSystem
 
 __all__ = ["FoldSystem", "fold_edge"]

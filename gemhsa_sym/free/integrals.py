@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.polynomial import Chebyshev, chebyshev
 
-from .continuation import RaysFailed
+from .descent import RaysFailed
 from .results import Edge
 
 __all__ = ["ARC_NODES", "Band", "Core", "arc_masses", "band", "continuous_pieces", "core"]

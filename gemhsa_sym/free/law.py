@@ -28,8 +28,8 @@ import sympy as sp
 from sympy.matrices.expressions import MatrixExpr
 
 from .algebraic import atoms_from_polynomial, classify_edges, density_closed_form
-from .continuation import Branch
 from .derivation import Derivation, derivation
+from .descent import Branch
 from .document import document
 from .elimination import Elimination, M, eliminate
 from .exchangeable import ExchangeableSum

@@ -28,7 +28,8 @@ import numpy as np
 import sympy as sp
 from sympy.polys.matrices import DomainMatrix
 
-from .continuation import follow_branch, newton_solve
+from .continuation import follow_branch
+from .descent import newton_solve
 from .numeric import DOUBLE, MP, Backend, NumericSystem
 from .results import top_of
 from .system import DysonSystem, W

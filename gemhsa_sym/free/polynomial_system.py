@@ -14,7 +14,7 @@ the Dyson system it was eliminated from (``anchor``): the drivers take the
 physical solution of the anchor at large |w| and follow the root of P from
 there. Unlike the Dyson system, whose physical solution is the attracting fixed point
 of its map, P gives Newton no preference among its roots: steps start from the
-log-log tangent (:func:`~.continuation.predict`) and are checked relative to |m|.
+log-log tangent (:func:`~.descent.predict`) and are checked relative to |m|.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ import numpy as np
 from sympy.matrices.expressions import MatrixExpr
 
 from ..parse import to_number
-from .continuation import BranchError, follow_branch
+from .continuation import follow_branch
+from .descent import BranchError
 from .matrices import Dim, Gaussian, dims_of, gaussians_of, is_polynomial
 from .numeric import NumericSystem
 from .pencil import Pencil, linearise

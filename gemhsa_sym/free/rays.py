@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .continuation import DESCENT_RATIO, descend, fixed_point_start, herglotz, newton_solve
+from .descent import DESCENT_RATIO, descend, fixed_point_start, herglotz, newton_solve
 from .numeric import DOUBLE, Equations
 
 __all__ = ["follow_rays"]

@@ -23,7 +23,8 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .continuation import BranchError, follow_branch, newton_solve
+from .continuation import follow_branch
+from .descent import BranchError, newton_solve
 from .numeric import DOUBLE, MP, NumericSystem
 from .results import probe_points, top_of
 from .system import DysonSystem, Sector

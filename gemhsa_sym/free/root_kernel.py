@@ -136,7 +136,7 @@ def _rounds_well(c: np.ndarray, cw: np.ndarray, s: np.ndarray, m: complex, limit
 @njit(cache=True)
 def _predict(w0: complex, m0: complex, dm: complex, w1: complex, max_power: float) -> complex:
     """m at w1 from the tangent at w0 in log-log coordinates, m0 (w1/w0)^p with p = w0 m'/m0 (the
-    plain tangent where |p| > max_power or the power is not finite), as continuation.predict."""
+    plain tangent where |p| > max_power or the power is not finite), as descent.predict."""
     line = m0 + dm * (w1 - w0)
     if m0 == 0 or w0 == 0:
         return line

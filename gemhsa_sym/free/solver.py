@@ -16,8 +16,9 @@ from typing import Any, Literal
 import mpmath
 import numpy as np
 
-from .continuation import Branch, BranchError, RaysFailed, fixed_point_start, follow_branch, newton_solve
+from .continuation import follow_branch
 from .derivation import Derivation
+from .descent import Branch, BranchError, RaysFailed, fixed_point_start, newton_solve
 from .elimination import Elimination, M
 from .numeric import DOUBLE, MP, NumericSystem
 from .polynomial_system import PolynomialSystem

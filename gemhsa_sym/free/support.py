@@ -17,7 +17,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .continuation import Branch, BranchError
+from .descent import Branch, BranchError
 from .fold import fold_edge
 from .rays import follow_rays
 from .results import ATOM_DECADES, ATOM_THRESHOLD, NEAR_ZERO, SCAN_POINTS, SUPPORT_THRESHOLD, Atom, Edge, Side
