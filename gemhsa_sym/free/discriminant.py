@@ -147,8 +147,8 @@ def _degree_bound(terms: Terms, x: int) -> int:
 
 
 def _discriminant(terms: Terms) -> Terms:
-    """disc_m of ``terms``: interpolated in the symbol of least positive degree (step 3) where that takes at most
-    :data:`MAX_NODES` nodes, else flint's discriminant of all variables at once."""
+    """disc_m of ``terms``: interpolated in the symbol of least degree bound (:func:`_degree_bound`, step 3) where
+    that takes at most :data:`MAX_NODES` nodes, else flint's discriminant of all variables at once."""
     k = len(next(iter(terms)))
     symbols = [i for i in range(2, k) if any(e[i] for e in terms)]
     bounds = {i: _degree_bound(terms, i) for i in symbols}
