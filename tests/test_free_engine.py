@@ -28,7 +28,6 @@ from scipy import integrate
 from template_laws import TEMPLATES, VB, W2B, XA, ZA, a_, b_, c_, template_law
 
 from gemhsa_sym.free import Dim, Gaussian, ShapeMismatch, W, linearise, spectral_law
-from gemhsa_sym.free.continuation import GRID_MIN
 from gemhsa_sym.free.descent import BranchError, predict
 from gemhsa_sym.free.matrices import dims_of
 from gemhsa_sym.free.polynomial_system import PolynomialSystem
@@ -394,11 +393,10 @@ def test_marchenko_pastur_density_double(c):
 
 @pytest.mark.parametrize("c", [R(1, 2), R(2)], ids=str)
 def test_marchenko_pastur_density_on_a_dense_grid(c):
-    """A grid long enough to be refined from a coarse subgrid (GRID_MIN points) equals the
-    closed form at every point: next to both edges, and in the gap above the atom for c = 2."""
+    """A dense grid, marched point to point (docs/solving.md §3.5), equals the closed form at
+    every point: next to both edges, and in the gap above the atom for c = 2."""
     hi = (1 + np.sqrt(float(c))) ** 2
     x = np.linspace(0, 1.1 * hi, 1501)[1:]
-    assert x.size >= GRID_MIN
     want = mp_density(x, float(c))
     assert np.all(np.abs(mp_law(c).density(x) - want) <= 1e-12 * np.maximum(1, want))
 
@@ -537,7 +535,7 @@ def test_product_density_matches_the_cubic_on_the_axis():
 
 @pytest.mark.parametrize("path", ["Dyson system", "root of P"])
 def test_product_on_a_dense_grid_solves_the_cubic_on_the_physical_branch(path):
-    """Every point of a refined grid solves the cubic; points next to the edges, in the gap
+    """Every point of a dense marched grid solves the cubic; points next to the edges, in the gap
     above the atom and across the bulk are on the physical root followed from infinity.
     Both paths: the Dyson system, and the root of P on a fresh law after the elimination."""
     law = product_law()
@@ -545,7 +543,6 @@ def test_product_on_a_dense_grid_solves_the_cubic_on_the_physical_branch(path):
     assert law.solver(method).method == method
     P = sp.expand(product_polynomial())
     x = np.linspace(0, 4, 2001)[1:]
-    assert x.size >= GRID_MIN
     m = law.stieltjes(x.astype(complex), method=method)
     terms = [sp.lambdify((M_, W_), t, "numpy") for t in sp.Add.make_args(P)]
     vals = np.array([t(m, x) * np.ones_like(m) for t in terms])
@@ -806,12 +803,11 @@ def test_property_herglotz_precision_density(name, rb, rc, s, u, v):
 @settings(PROPERTY, max_examples=6)
 @given(name=st.sampled_from(list(TEMPLATES)), rb=ratio, rc=ratio, s=coefficient)
 def test_property_refined_grid_equals_single_points(name, rb, rc, s):
-    """A grid long enough to be refined from a coarse subgrid (GRID_MIN points) has, at every
+    """A dense grid, marched point to point, has, at every
     25th point and on both sides of every change between zero and positive density, the
     density of the same point solved alone (descent from the upper half plane)."""
     law = template_law(name, rb, rc, s)
     x = np.linspace(0, law.scale, 401)[1:]
-    assert x.size >= GRID_MIN
     rho = law.density(x)
     change = np.flatnonzero(np.diff(rho > 1e-9))
     idx = sorted(set(range(0, x.size, 25)) | set(change) | set(change + 1))
@@ -823,7 +819,7 @@ def test_property_refined_grid_equals_single_points(name, rb, rc, s):
 @given(name=st.sampled_from(list(TEMPLATES)), rb=ratio, rc=ratio, s=coefficient)
 def test_property_root_of_p_equals_the_dyson_system(name, rb, rc, s):
     """Where the elimination finds P, double-precision values that follow its root: on a
-    refined grid, off the axis and down the imaginary axis towards 0 (where P rounds
+    dense grid, off the axis and down the imaginary axis towards 0 (where P rounds
     badly next to an atom and the Dyson system takes over), equal the Dyson system's.
     Some ratios take a minute to eliminate; the property is asked where P comes within 5 s."""
     law = template_law(name, rb, rc, s)

@@ -15,7 +15,6 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.free import Dim, Gaussian, SpectralLaw, spectral_law
-from gemhsa_sym.free.descent import Branch
 
 n, d, D, dv = Dim("n"), Dim("d"), Dim("D"), Dim("d_v")
 p, N1, N2 = Dim("p"), Dim("N1"), Dim("N2")
@@ -106,16 +105,16 @@ def test_every_answer_names_its_method() -> None:
 
 
 @pytest.mark.parametrize("name", list(LAWS))
-def test_a_seeded_grid_lands_on_the_values_of_an_unseeded_one(name: str) -> None:
-    """Verified solutions of one grid seed another (docs/solving.md §3.4, grids): same densities, also
-    next to the edges and outside the support, where the seeds are far apart or absent."""
+def test_a_marched_grid_lands_on_the_values_of_points_solved_alone(name: str) -> None:
+    """Real points of one grid are marched from their neighbours (docs/solving.md §3.5): the same
+    densities as each point descending alone from the upper half plane, also next to the edges and
+    outside the support."""
     law = LAWS[name]()
-    solver = law.solver()
     top = float(law.edges(dps=16)[-1].location)
-    coarse = np.geomspace(1e-6 * top, 1.05 * top, 120)
-    g, ok = solver.followed(coarse.astype(complex), dyson=True)
-    assert np.all(ok)
-    seeds = Branch(coarse + 0j, g, ok, solver.output)
-    x = np.r_[np.linspace(0.0, 1.3 * top, 1001)[1:], 2 * top, coarse[::7]]  # some targets are seeds
-    seeded = solver.density(x, seeds=seeds)
-    np.testing.assert_allclose(seeded, law.density(x), rtol=0, atol=1e-10 * np.max(seeded))
+    x = np.r_[np.linspace(0.0, 1.3 * top, 1001)[1:], 2 * top]
+    edges = [float(e.location) for e in law.edges(dps=16)]
+    near = {int(np.argmin(np.abs(x - e))) + k for e in edges for k in (-1, 0, 1)} - {-1, x.size}
+    idx = sorted(set(range(0, x.size, 37)) | near)
+    marched = law.density(x)
+    alone = np.array([law.density(x[i : i + 1])[0] for i in idx])
+    np.testing.assert_allclose(marched[idx], alone, rtol=0, atol=1e-10 * np.max(marched))

@@ -1,14 +1,14 @@
 """Newton with tolerances, and the steps of the descent along the physical branch (docs/solving.md §3.4–3.5).
 
 The physical solution is the one with g_tt = m(w) ~ 1/w at infinity. Far out (|w| >= top) it is
-the limit of the fixed-point iteration g <- R(g, w) from g = 0 (:func:`fixed_point_start`), or is
-continued from one such solution by a single Newton solve (:func:`far_start`). Below, it is
-followed by steps of the imaginary part (:func:`descend`), each started from the tangent in
-log-log coordinates (:func:`predict`: exact for the power laws 1/w at infinity and a/w at an
-atom); a step whose Newton iteration does not converge quickly, whose first step is too large,
-whose steps stop contracting or that lands on Im m > 0 (:func:`herglotz`) is split in two.
-:func:`newton_solve` owns the tolerances of every Newton solve, the continuity checks included.
-The drivers that chain these steps are in :mod:`.continuation`.
+the limit of the fixed-point iteration g <- R(g, w) from g = 0 (:func:`fixed_point_start`). Below,
+it is followed by steps (:func:`descend`), each started from the tangent in log-log coordinates
+(:func:`predict`: exact for the power laws 1/w at infinity and a/w at an atom); a step whose
+Newton iteration does not converge quickly, whose first step is too large, whose steps stop
+contracting or that lands on Im m > 0 (:func:`herglotz`) is split in two. :func:`newton_solve`
+owns the tolerances of every batched Newton solve, the continuity checks included. These batched
+steps serve the rays (:mod:`.rays`) and every back end; the driver of :mod:`.continuation` runs
+the same steps compiled (:mod:`.branch_kernel`) with the constants defined here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .numeric import DOUBLE, Equations, newton_iterates
 #: A system the drivers follow: the Dyson system, or the minimal polynomial of m.
 System = Equations
 
-__all__ = ["Branch", "BranchError", "RaysFailed", "descend", "far_start", "fixed_point_start", "herglotz", "newton_solve",
+__all__ = ["Branch", "BranchError", "RaysFailed", "descend", "fixed_point_start", "herglotz", "newton_solve",
            "predict", "tangent"]
 
 #: Ratio between successive imaginary parts on the descent ...
@@ -153,23 +153,6 @@ def fixed_point_start(system: System, w: np.ndarray, tol: float) -> np.ndarray:
     g, ok = newton_solve(system, w, g, tol)
     if not np.all(ok):
         raise BranchError("the fixed-point start at large |w| did not converge; the system may be singular")
-    return g
-
-
-def far_start(system: System, w: np.ndarray, tol: float, anchor: tuple[complex, np.ndarray] | None = None) -> np.ndarray:
-    """The physical solutions at targets far out (|w| >= top), continued from ``anchor`` (w0, g0),
-    a solution far out near them (default: the fixed-point start at the target nearest their
-    mean), by one Newton solve from its log-log tangent (m changes by about |dw| / |w|^2;
-    first step at most FAR_STEP (1 + |g|)); targets where that fails take a fixed-point
-    start of their own."""
-    if anchor is None:
-        k = int(np.argmin(np.abs(w - w.mean())))
-        anchor = (complex(w[k]), fixed_point_start(system, w[[k]], tol)[0])
-    w0, g0 = anchor
-    start = predict(system, np.full(len(w), w0), w, np.repeat(g0[None, :], len(w), axis=0))
-    g, ok = newton_solve(system, w, start, tol, first_step=FAR_STEP)
-    if not np.all(ok):
-        g[~ok] = fixed_point_start(system, w[~ok], tol)
     return g
 
 

@@ -18,7 +18,6 @@ Every edge and atom records the method that found it.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -29,7 +28,6 @@ from sympy.matrices.expressions import MatrixExpr
 
 from .algebraic import atoms_from_polynomial, classify_edges, density_closed_form
 from .derivation import Derivation, derivation
-from .descent import Branch
 from .document import document
 from .elimination import Elimination, M, eliminate
 from .exchangeable import ExchangeableSum
@@ -151,13 +149,10 @@ class SpectralLaw:
         return self._cached(("atoms",), lambda: [a for a in [atom_at_zero(self._solvers["dyson"])] if a is not None])
 
     def _top(self) -> float:
-        return self._top_pass()[0]
-
-    def _top_pass(self) -> tuple[float, Branch]:
         return self._cached(("top",), lambda: top_of_support(self._solvers["dyson"]))
 
     def _scan(self) -> SupportScan:
-        return self._cached(("scan",), lambda: scan_support(self._solvers["dyson"], *self._top_pass()))
+        return self._cached(("scan",), lambda: scan_support(self._solvers["dyson"], self._top()))
 
     def support(self) -> list[tuple[float, float]]:
         """Support intervals of the continuous part, edges in double precision."""
@@ -183,10 +178,9 @@ class SpectralLaw:
     def _pieces(self, method: ValueMethod | None) -> list[Core | Band]:
         solver = self.solver(method)
         atom = sum(a.mass for a in self.atoms() if a.location == 0)
-        edges = self.edges(dps=16)  # the scan's solutions seed the bands' densities
-        seeds = None if self.zero else self._scan().branch
+        edges = self.edges(dps=16)
         return self._cached(("pieces", solver.method), lambda: continuous_pieces(
-            edges, atom, functools.partial(solver.density, seeds=seeds), self._solvers["dyson"].on_arcs, self.scale))
+            edges, atom, solver.density, self._solvers["dyson"].on_arcs, self.scale))
 
     def mass(self) -> float:
         """Total mass: atoms plus the continuous part (1 for a verified law)."""

@@ -11,6 +11,7 @@ drivers in :mod:`.continuation` own tolerances and verification.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import numpy as np
 import sympy as sp
 
 from . import flint_linalg
+from .branch_kernel import Tables, dyson_tables
 from .system import DysonSystem
 
 __all__ = ["Backend", "DOUBLE", "MP", "Equations", "NumericSystem", "newton_iterates"]
@@ -308,6 +310,16 @@ class NumericSystem:
     @property
     def size(self) -> int:
         return self.C[0].shape[0] if self.C else 0
+
+    @functools.cached_property
+    def tables(self) -> Tables:
+        """The system as the compiled kernel reads it (:func:`.branch_kernel.dyson_tables`; double precision):
+        the terms of J and of dF/dw = T . (M^{-1} E M^{-1}) per sector (:class:`_Pairs`)."""
+        if self.backend is not DOUBLE:
+            raise TypeError("tables: the compiled kernel runs in double precision")
+        return dyson_tables(list(self.A), list(self.E), list(self.C), list(self.T), self.output,
+                            [_Pairs._terms(c, t) for c, t in zip(self.C, self.T)],
+                            [_Pairs._terms(e[None], t) for e, t in zip(self.E, self.T)])
 
     def _inverses(self, group: _Group, w: np.ndarray, g: np.ndarray) -> np.ndarray:
         """M_s(g, w)^{-1} of a group's sectors, shape (P, S, k, k)."""

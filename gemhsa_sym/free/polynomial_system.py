@@ -28,6 +28,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
+from .branch_kernel import Tables, polynomial_tables
 from .numeric import DOUBLE, Backend, NumericSystem
 
 __all__ = ["PolynomialSystem"]
@@ -76,7 +77,12 @@ class PolynomialSystem:
         return cls(C / np.max(np.abs(C)), anchor)
 
     @functools.cached_property
-    def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def tables(self) -> Tables:
+        """P as the compiled kernel reads it (:func:`.branch_kernel.polynomial_tables`)."""
+        return polynomial_tables(self.coefficients)
+
+    @functools.cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """[C, C_m] side by side (C_m: the coefficients of P_m, padded to C's shape), |C| and
         the exponents of w (for P_w)."""
         C = self.coefficients
@@ -86,7 +92,7 @@ class PolynomialSystem:
 
     def linearisation(self, w: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """F = P/S, dF/dm = P_m/S and dF/dw = P_w/S, shapes (n, 1), (n, 1, 1), (n, 1)."""
-        both, absC, b = self._tables
+        both, absC, b = self._arrays
         k = absC.shape[1]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             mp = _powers(g[:, 0], absC.shape[0])

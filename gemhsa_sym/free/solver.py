@@ -18,7 +18,7 @@ import numpy as np
 
 from .continuation import follow_branch
 from .derivation import Derivation
-from .descent import Branch, BranchError, RaysFailed, fixed_point_start, newton_solve
+from .descent import BranchError, RaysFailed, fixed_point_start, newton_solve
 from .elimination import Elimination, M
 from .numeric import DOUBLE, MP, NumericSystem
 from .polynomial_system import PolynomialSystem
@@ -90,39 +90,37 @@ class BranchSolver:
         return self._mp[dps]
 
     # ---- double precision ------------------------------------------------------------------
-    def followed(self, w: np.ndarray, dyson: bool = False, seeds: Branch | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def followed(self, w: np.ndarray, dyson: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Solutions at w (any half plane) and ``ok`` where they passed verification; the Dyson
-        system's unknowns with ``dyson`` (or for the Dyson method), else m alone (shape (P, 1)).
-        ``seeds``: verified Dyson solutions at real points (:func:`.continuation.follow_branch`)."""
+        system's unknowns with ``dyson`` (or for the Dyson method), else m alone (shape (P, 1))."""
         w = np.atleast_1d(np.asarray(w, dtype=complex))
         lower = w.imag < 0
         target = np.where(lower, w.conj(), w)
         floor = self.floor * np.minimum(1.0, (np.abs(target.real) / self.scale) ** 2 + 1e-12)
         if dyson or self.polynomial is None:
-            br = follow_branch(self.dyson, target, top=self.top, floor=floor, seeds=seeds)
+            br = follow_branch(self.dyson, target, top=self.top, floor=floor)
             g, ok = br.g, br.ok
         else:
-            br = follow_branch(self.polynomial, target, top=self.top, floor=floor, start=self.root_start)  # needs no seeds
+            br = follow_branch(self.polynomial, target, top=self.top, floor=floor, start=self.root_start)
             g, ok = br.g, br.ok
             redo = ~ok
             if np.any(redo):  # where P fails or rounds badly, the Dyson system
-                again = follow_branch(self.dyson, target[redo], top=self.top, floor=floor[redo], seeds=seeds)
+                again = follow_branch(self.dyson, target[redo], top=self.top, floor=floor[redo])
                 g[redo], ok[redo] = again.g[:, [again.output]], again.ok
         return np.where(lower[:, None], g.conj(), g), ok
 
-    def branch(self, w: np.ndarray, dyson: bool = False, seeds: Branch | None = None) -> np.ndarray:
+    def branch(self, w: np.ndarray, dyson: bool = False) -> np.ndarray:
         """:meth:`followed`, verified everywhere or BranchError."""
         w = np.atleast_1d(np.asarray(w, dtype=complex))
-        g, ok = self.followed(w, dyson, seeds)
+        g, ok = self.followed(w, dyson)
         if not np.all(ok):
             bad = w[~ok]
             hint = " (w = 0 is a pole of m when the law has an atom at 0; see atoms())" if np.any(bad == 0) else ""
             raise BranchError(f"the physical branch failed verification at {bad.size} point(s), e.g. w = {bad[:3]}{hint}")
         return g
 
-    def stieltjes(self, w: Any, seeds: Branch | None = None) -> Any:
-        """m(w) in double precision, same shape as ``w`` (a complex for a scalar); ``seeds`` as in
-        :meth:`followed`."""
+    def stieltjes(self, w: Any) -> Any:
+        """m(w) in double precision, same shape as ``w`` (a complex for a scalar)."""
         w_arr = np.asarray(w, dtype=complex)
         if not np.all(np.isfinite(w_arr)):
             raise ValueError("w: points must be finite")
@@ -130,20 +128,20 @@ class BranchSolver:
             with np.errstate(divide="ignore", invalid="ignore"):
                 m = 1.0 / w_arr.ravel()
         else:
-            g = self.branch(w_arr.ravel(), seeds=seeds)
+            g = self.branch(w_arr.ravel())
             m = g[:, self.output] if self.polynomial is None else g[:, 0]
         return m.reshape(w_arr.shape) if w_arr.ndim else complex(m[0])
 
-    def density(self, x: Any, seeds: Branch | None = None) -> np.ndarray:
-        """-Im m(x + i0)/pi on real points, in double precision; ``seeds`` as in :meth:`followed`."""
-        m = self.stieltjes(np.asarray(x, dtype=float).astype(complex), seeds)
+    def density(self, x: Any) -> np.ndarray:
+        """-Im m(x + i0)/pi on real points, in double precision."""
+        m = self.stieltjes(np.asarray(x, dtype=float).astype(complex))
         return np.maximum(-np.imag(m) / np.pi, 0.0)
 
-    def density_near_zero(self, x: np.ndarray, seeds: Branch | None = None) -> float:
+    def density_near_zero(self, x: np.ndarray) -> float:
         """The density at the smallest of the points x (increasing, near 0) whose solution passes
         verification: next to a hard edge m grows like x^(-1/2) or faster, and double precision
-        can lose the branch below about 1e-12 times the scale. ``seeds`` as in :meth:`followed`."""
-        g, ok = self.followed(x.astype(complex), dyson=True, seeds=seeds)
+        can lose the branch below about 1e-12 times the scale."""
+        g, ok = self.followed(x.astype(complex), dyson=True)
         if not np.any(ok):
             raise BranchError(f"the physical branch failed verification at every point of {x[0]:.3g} .. {x[-1]:.3g}")
         return float(-g[int(np.argmax(ok)), self.output].imag / np.pi)

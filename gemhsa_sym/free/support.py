@@ -17,7 +17,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .descent import Branch, BranchError
+from .descent import BranchError
 from .fold import fold_edge
 from .rays import follow_rays
 from .results import ATOM_DECADES, ATOM_THRESHOLD, NEAR_ZERO, SCAN_POINTS, SUPPORT_THRESHOLD, Atom, Edge, Side
@@ -93,30 +93,22 @@ class SupportScan:
     top: float
     output: int
 
-    @property
-    def branch(self) -> Branch:
-        """The scan's solutions, all verified: seeds for later grids (:func:`.continuation.follow_branch`)."""
-        return Branch(self.x + 0j, self.g, np.ones(self.x.size, dtype=bool), self.output)
-
-
-def top_of_support(solver: BranchSolver) -> tuple[float, Branch]:
-    """A point just above the support, from a logarithmic pass up to the norm bound, and the pass's
-    Dyson solutions (seeds for :func:`scan_support`)."""
+def top_of_support(solver: BranchSolver) -> float:
+    """A point just above the support, from a logarithmic pass up to the norm bound."""
     coarse = solver.scale * np.logspace(-14, 0.01, 300)
     g, ok = solver.followed(coarse.astype(complex), dyson=True)
     if not np.all(ok[coarse > NEAR_ZERO * solver.scale]):  # below, a hard edge can defeat double precision
         raise BranchError(f"the physical branch failed verification at {np.sum(~ok)} point(s) of the support scan, "
                           f"e.g. x = {coarse[~ok][-3:]}")
     inside = np.nonzero(ok & (-g[:, solver.output].imag > SUPPORT_THRESHOLD / solver.scale))[0]
-    top = float(coarse[min(inside[-1] + 1, len(coarse) - 1)]) if inside.size else solver.scale
-    return top, Branch(coarse + 0j, g, ok, solver.output)
+    return float(coarse[min(inside[-1] + 1, len(coarse) - 1)]) if inside.size else solver.scale
 
 
-def scan_support(solver: BranchSolver, top: float, seeds: Branch | None = None) -> SupportScan:
+def scan_support(solver: BranchSolver, top: float) -> SupportScan:
     """The :class:`SupportScan` of the solver's law on a grid graded towards 0 over [0, 1.02 top],
-    ``top`` just above the support (:func:`top_of_support`, whose solutions may be the ``seeds``)."""
+    ``top`` just above the support (:func:`top_of_support`)."""
     x = 1.02 * top * (np.arange(1, SCAN_POINTS + 1) / SCAN_POINTS) ** 2
-    g = solver.branch(x.astype(complex), dyson=True, seeds=seeds)
+    g = solver.branch(x.astype(complex), dyson=True)
     rho = np.maximum(-g[:, solver.output].imag / np.pi, 0.0)
     inside = rho > SUPPORT_THRESHOLD / solver.scale
     runs, start = [], None
@@ -129,7 +121,7 @@ def scan_support(solver: BranchSolver, top: float, seeds: Branch | None = None) 
     if start is not None:
         raise BranchError("the density does not vanish at the norm bound: the scan range is wrong")
     near = x[0] * np.logspace(-6, -2, 5)
-    hard = bool(runs and runs[0][0] == 0 and solver.density_near_zero(near, seeds) > SUPPORT_THRESHOLD / solver.scale)
+    hard = bool(runs and runs[0][0] == 0 and solver.density_near_zero(near) > SUPPORT_THRESHOLD / solver.scale)
     return SupportScan(x, rho, g, tuple((a, b, hard and k == 0) for k, (a, b) in enumerate(runs)), top, solver.output)
 
 
