@@ -381,12 +381,48 @@ def _base(t: Tables) -> float:
 
 
 @njit(cache=True)
+def _newton_root(wk: _Work, g0: np.ndarray, out: np.ndarray, first: float, maxit: int, k: Tolerances) -> bool:
+    """:func:`_newton` for the root of P, in scalars (the same steps and checks; the steps must
+    contract): Newton on P(m) = 0 at the w of the last :func:`_at`, dm/dw = -P_w / P_m into wk.dg.
+    A Newton step on P costs a few tens of nanoseconds, so the vector version's bookkeeping
+    would triple the cost of a grid."""
+    m = g0[0]
+    last = np.inf
+    converged = False
+    for it in range(maxit + 1):
+        P, Pm, Pw, S = _values(wk, m)
+        solved = Pm != 0
+        if solved:
+            wk.dg[0] = -Pw / Pm
+            step = P / Pm
+            size = abs(step)
+            new = m - step
+            solved = math.isfinite(new.real) and math.isfinite(new.imag)
+        if converged:  # the polishing step, kept where it is finite
+            out[0] = new if solved else m
+            return True
+        if not solved or it == maxit:
+            return False
+        scale = 1.0 + abs(new)
+        if (it == 0 and size > first) or not (size <= k.contraction * last or size <= k.noise * scale):
+            return False
+        last, m = size, new
+        converged = size <= k.tol * scale or abs(P) / S <= k.residual_tol * scale
+        if converged and size <= k.polish * scale:
+            out[0] = m
+            return True
+    return False
+
+
+@njit(cache=True)
 def _newton(t: Tables, wk: _Work, g0: np.ndarray, out: np.ndarray, first: float, maxit: int, k: Tolerances) -> bool:
     """Newton from g0 at the w of the last :func:`_at`, into out: ok where a step fell below
     tol (1 + |g|) (or |F|/S below residual_tol (1 + |g|)) within maxit, the first step was at most
     ``first`` and, for the root of P, the steps kept contracting; one more step where the last
     exceeded polish (1 + |g|). wk.dg is then dg/dw from the last linearisation (at most one step
     from the root)."""
+    if t.kind == POLYNOMIAL:
+        return _newton_root(wk, g0, out, first, maxit, k)
     n = t.size
     out[:] = g0
     last = np.inf
