@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .branch_kernel import Tolerances, follow
+from .branch_kernel import follow
 from .descent import (
     CONTRACTION,
     DESCENT_RATIO,
@@ -36,6 +36,7 @@ from .descent import (
     Branch,
     fixed_point_start,
 )
+from .kernel_newton import Tolerances
 from .numeric import DOUBLE, NumericSystem
 from .polynomial_system import PolynomialSystem
 from .results import ROOT_ROUNDING

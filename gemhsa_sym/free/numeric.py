@@ -22,7 +22,7 @@ import numpy as np
 import sympy as sp
 
 from . import flint_linalg
-from .branch_kernel import Tables, dyson_tables
+from .kernel_tables import Tables, dyson_tables
 from .system import DysonSystem
 
 __all__ = ["Backend", "DOUBLE", "MP", "Equations", "NumericSystem", "newton_iterates"]
@@ -313,7 +313,7 @@ class NumericSystem:
 
     @functools.cached_property
     def tables(self) -> Tables:
-        """The system as the compiled kernel reads it (:func:`.branch_kernel.dyson_tables`; double precision):
+        """The system as the compiled kernel reads it (:func:`.kernel_tables.dyson_tables`; double precision):
         the terms of J and of dF/dw = T . (M^{-1} E M^{-1}) per sector (:class:`_Pairs`)."""
         if self.backend is not DOUBLE:
             raise TypeError("tables: the compiled kernel runs in double precision")

@@ -28,7 +28,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .branch_kernel import Tables, polynomial_tables
+from .kernel_tables import Tables, polynomial_tables
 from .numeric import DOUBLE, Backend, NumericSystem
 
 __all__ = ["PolynomialSystem"]
@@ -78,7 +78,7 @@ class PolynomialSystem:
 
     @functools.cached_property
     def tables(self) -> Tables:
-        """P as the compiled kernel reads it (:func:`.branch_kernel.polynomial_tables`)."""
+        """P as the compiled kernel reads it (:func:`.kernel_tables.polynomial_tables`)."""
         return polynomial_tables(self.coefficients)
 
     @functools.cached_property

@@ -1,0 +1,391 @@
+"""Newton's method on either system of the compiled kernel, and its linear algebra (docs/solving.md §3.5).
+
+One Newton solve at one point w (:func:`newton`), reading a :class:`~.kernel_tables.Tables`: the
+linearisation F, J = dF/dg and dF/dw (:func:`linearise`; the Dyson system's sector inverses by
+Gauss-Jordan, P and its derivatives by Horner), the step and the slope dg/dw = -J^{-1} dF/dw from
+one elimination (on the unknowns that enter some M first; the others' columns of J are the
+identity's), the continuity checks of :func:`.descent.newton_solve`, and the log-log predictor of
+:func:`.descent.predict`. Compiled with numba and cached on disk; the driver's constants come in as
+a :class:`Tolerances`. Sizes are relative to |m| for the root of P and to 1 + |g| for the Dyson
+system.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .kernel_tables import POLYNOMIAL, Tables
+
+__all__ = ["Tolerances", "Work", "at", "herglotz", "largest", "linearise", "newton", "offset", "predict", "rounds_well",
+           "slope", "work"]
+
+
+class Tolerances(NamedTuple):
+    """The driver's constants, in the order the kernel reads them (docs/solving.md §3.5)."""
+
+    tol: float  # converged: Newton step <= tol (1 + |g|)
+    residual_tol: float  # ... or |F|/S <= residual_tol (1 + |g|)
+    polish: float  # one more step where the last exceeded polish (1 + |g|)
+    contraction: float  # for the root of P, each step at most this times the one before ...
+    noise: float  # ... unless below noise (1 + |g|)
+    descent_ratio: float  # Im w shrinks by this per descent step ...
+    fast_ratio: float  # ... or this once a step changed g by less than fast_change |g|
+    fast_change: float
+    first_step: float  # largest first Newton step of a descent step, relative to |g| (+ 1 for Dyson)
+    far_step: float  # ... of a move along Im w = top
+    max_power: float  # log-log tangent only for exponents |w g'/g| up to this
+    max_splits: int  # deepest halving of one step
+    early_floor: float  # the last solve is tried first from this times the floor
+    trust: float  # largest error estimate of a marched start, relative to 1 + |g|
+    herglotz: float  # Im m <= herglotz (1 + |m|)
+    rounding: float  # largest relative error of a root of P from rounding, 10 eps S / (|P_m| |m|)
+
+
+
+class Work(NamedTuple):
+    """Buffers of one follow: P's coefficients in m at the current w (c, cw, s), M = A + w E (M0),
+    M and its inverse by sectors, F, dF/dw, J (flat), the Newton step and the slope dg/dw that solve
+    J x = F and J x = -dF/dw, and the elimination tableaux of M's blocks and of J's active part."""
+
+    c: np.ndarray
+    cw: np.ndarray
+    s: np.ndarray
+    M0: np.ndarray
+    M: np.ndarray
+    R: np.ndarray
+    F: np.ndarray
+    Fw: np.ndarray
+    J: np.ndarray
+    step: np.ndarray
+    dg: np.ndarray
+    inverse: np.ndarray
+    system: np.ndarray
+
+
+@njit(cache=True)
+def work(t: Tables) -> Work:
+    """Buffers for ``t``."""
+    n = t.size
+    A = t.C.shape[0]
+    k = 1
+    for s in range(t.sizes.size):
+        k = max(k, t.sizes[s])
+    flat = t.A.size
+    na = t.active.size
+    return Work(np.empty(A, dtype=np.complex128), np.empty(A, dtype=np.complex128), np.empty(A),
+                 np.empty(flat, dtype=np.complex128), np.empty(flat, dtype=np.complex128), np.empty(flat, dtype=np.complex128),
+                 np.empty(n, dtype=np.complex128), np.zeros(n, dtype=np.complex128), np.empty(n * n, dtype=np.complex128),
+                 np.empty(n, dtype=np.complex128), np.empty(n, dtype=np.complex128), np.empty((k, 2 * k), dtype=np.complex128),
+                 np.empty((na, na + 2), dtype=np.complex128))
+
+
+@njit(cache=True)
+def at(t: Tables, w: complex, wk: Work) -> None:
+    """What depends on w alone: the coefficients of m^a in P, P_w and S (Horner in w), or M0 = A + w E."""
+    if t.kind == POLYNOMIAL:
+        aw = abs(w)
+        for a in range(t.C.shape[0]):
+            acc = 0j
+            accs = 0.0
+            for b in range(t.C.shape[1] - 1, -1, -1):
+                acc = acc * w + t.C[a, b]
+                accs = accs * aw + t.absC[a, b]
+            accw = 0j
+            for b in range(t.Cw.shape[1] - 1, -1, -1):
+                accw = accw * w + t.Cw[a, b]
+            wk.c[a], wk.cw[a], wk.s[a] = acc, accw, accs
+    else:
+        for q in range(t.A.size):
+            wk.M0[q] = t.A[q] + w * t.E[q]
+
+
+@njit(cache=True)
+def _values(wk: Work, m: complex) -> tuple[complex, complex, complex, float]:
+    """P, P_m, P_w and S at m (Horner in m) at the w of the last :func:`at`."""
+    P = 0j
+    Pm = 0j
+    Pw = 0j
+    S = 0.0
+    am = abs(m)
+    for a in range(wk.c.size - 1, -1, -1):
+        Pm = Pm * m + P
+        P = P * m + wk.c[a]
+        Pw = Pw * m + wk.cw[a]
+        S = S * am + wk.s[a]
+    return P, Pm, Pw, S
+
+
+@njit(cache=True)
+def _invert(M: np.ndarray, o: int, k: int, R: np.ndarray, a: np.ndarray) -> bool:
+    """R[o:o+k*k] = the inverse of the k x k block M[o:o+k*k] (Gauss-Jordan, partial pivoting);
+    False where it is singular."""
+    if k == 1:
+        if M[o] == 0:
+            return False
+        R[o] = 1.0 / M[o]
+        return True
+    for i in range(k):
+        for j in range(k):
+            a[i, j] = M[o + i * k + j]
+            a[i, k + j] = 1.0 if i == j else 0.0
+    for col in range(k):
+        p = col
+        best = abs(a[col, col])
+        for r in range(col + 1, k):
+            if abs(a[r, col]) > best:
+                best, p = abs(a[r, col]), r
+        if best == 0:
+            return False
+        if p != col:
+            for j in range(2 * k):
+                a[col, j], a[p, j] = a[p, j], a[col, j]
+        pivot = 1.0 / a[col, col]
+        for j in range(col, 2 * k):
+            a[col, j] *= pivot
+        for r in range(k):
+            f = a[r, col]
+            if r != col and f != 0:
+                for j in range(col, 2 * k):
+                    a[r, j] -= f * a[col, j]
+    for i in range(k):
+        for j in range(k):
+            R[o + i * k + j] = a[i, k + j]
+    return True
+
+
+@njit(cache=True)
+def _solve(t: Tables, wk: Work, slope: bool) -> bool:
+    """The Newton step J^{-1} F into wk.step and, with ``slope``, dg/dw = -J^{-1} dF/dw into wk.dg
+    (Gaussian elimination with partial pivoting on the active unknowns, then the passive ones, whose
+    columns of J are the identity's); False where J is singular."""
+    n, na = t.size, t.active.size
+    r = 2 if slope else 1
+    if n == 1:
+        if wk.J[0] == 0:
+            return False
+        wk.step[0] = wk.F[0] / wk.J[0]
+        wk.dg[0] = -wk.Fw[0] / wk.J[0]
+        return True
+    a = wk.system
+    for i in range(na):
+        row = t.active[i]
+        for j in range(na):
+            a[i, j] = wk.J[row * n + t.active[j]]
+        a[i, na], a[i, na + 1] = wk.F[row], wk.Fw[row]
+    for col in range(na):
+        p = col
+        best = a[col, col].real ** 2 + a[col, col].imag ** 2
+        for i in range(col + 1, na):
+            size = a[i, col].real ** 2 + a[i, col].imag ** 2
+            if size > best:
+                best, p = size, i
+        if best == 0:
+            return False
+        if p != col:
+            for j in range(col, na + r):
+                a[col, j], a[p, j] = a[p, j], a[col, j]
+        pivot = 1.0 / a[col, col]
+        a[col, col] = pivot  # kept as its reciprocal for the back substitution
+        for i in range(col + 1, na):
+            f = a[i, col] * pivot
+            if f != 0:
+                for j in range(col + 1, na + r):
+                    a[i, j] -= f * a[col, j]
+    for c in range(r):
+        out = wk.step if c == 0 else wk.dg
+        for i in range(na - 1, -1, -1):
+            acc = a[i, na + c]
+            for j in range(i + 1, na):
+                acc -= a[i, j] * out[t.active[j]]
+            out[t.active[i]] = acc * a[i, i]
+        for q in range(t.passive.size):
+            row = t.passive[q]
+            acc = wk.F[row] if c == 0 else wk.Fw[row]
+            for j in range(na):
+                acc -= wk.J[row * n + t.active[j]] * out[t.active[j]]
+            out[row] = acc
+    if slope:
+        for j in range(n):
+            wk.dg[j] = -wk.dg[j]
+    return True
+
+
+@njit(cache=True)
+def linearise(t: Tables, wk: Work, g: np.ndarray, with_w: bool) -> float:
+    """F into wk.F, J into wk.J (and dF/dw into wk.Fw with ``with_w``) at g and the w of the last
+    :func:`at`; returns the residual's scale S (1 for the Dyson system; inf where M is singular)."""
+    if t.kind == POLYNOMIAL:
+        P, Pm, Pw, S = _values(wk, g[0])
+        wk.F[0], wk.J[0], wk.Fw[0] = P, Pm, Pw
+        return S
+    n = t.size
+    for q in range(t.A.size):
+        wk.M[q] = wk.M0[q]
+    for q in range(t.c_unknown.size):
+        wk.M[t.c_entry[q]] += t.c_value[q] * g[t.c_unknown[q]]
+    for s in range(t.sizes.size):
+        if not _invert(wk.M, t.offsets[s], t.sizes[s], wk.R, wk.inverse):
+            return np.inf
+    for i in range(n):
+        wk.F[i] = g[i]
+    for q in range(t.t_unknown.size):
+        wk.F[t.t_unknown[q]] -= t.t_value[q] * wk.R[t.t_entry[q]]
+    wk.J[:] = 0
+    for i in range(n):
+        wk.J[i * n + i] = 1.0
+    for q in range(t.j_left.size):
+        wk.J[t.j_target[q]] += t.j_value[q] * wk.R[t.j_left[q]] * wk.R[t.j_right[q]]
+    if with_w:
+        wk.Fw[:] = 0
+        for q in range(t.w_left.size):
+            wk.Fw[t.w_target[q]] += t.w_value[q] * wk.R[t.w_left[q]] * wk.R[t.w_right[q]]
+    return 1.0
+
+
+@njit(cache=True)
+def largest(g: np.ndarray) -> float:
+    """max |g_j|."""
+    out = 0.0
+    for j in range(g.size):
+        out = max(out, abs(g[j]))
+    return out
+
+
+@njit(cache=True)
+def _finite(g: np.ndarray) -> bool:
+    for j in range(g.size):
+        if not (math.isfinite(g[j].real) and math.isfinite(g[j].imag)):
+            return False
+    return True
+
+
+@njit(cache=True)
+def offset(t: Tables) -> float:
+    """The constant of the size a first step is measured against: |g| (root of P) or 1 + |g| (Dyson)."""
+    return 0.0 if t.relative else 1.0
+
+
+@njit(cache=True)
+def _newton_root(wk: Work, g0: np.ndarray, out: np.ndarray, first: float, maxit: int, k: Tolerances) -> bool:
+    """:func:`newton` for the root of P, in scalars (the same steps and checks; the steps must
+    contract): Newton on P(m) = 0 at the w of the last :func:`at`, dm/dw = -P_w / P_m into wk.dg.
+    A Newton step on P costs a few tens of nanoseconds, so the vector version's bookkeeping
+    would triple the cost of a grid."""
+    m = g0[0]
+    last = np.inf
+    converged = False
+    for it in range(maxit + 1):
+        P, Pm, Pw, S = _values(wk, m)
+        solved = Pm != 0
+        if solved:
+            wk.dg[0] = -Pw / Pm
+            step = P / Pm
+            size = abs(step)
+            new = m - step
+            solved = math.isfinite(new.real) and math.isfinite(new.imag)
+        if converged:  # the polishing step, kept where it is finite
+            out[0] = new if solved else m
+            return True
+        if not solved or it == maxit:
+            return False
+        scale = 1.0 + abs(new)
+        if (it == 0 and size > first) or not (size <= k.contraction * last or size <= k.noise * scale):
+            return False
+        last, m = size, new
+        converged = size <= k.tol * scale or abs(P) / S <= k.residual_tol * scale
+        if converged and size <= k.polish * scale:
+            out[0] = m
+            return True
+    return False
+
+
+@njit(cache=True)
+def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, maxit: int, k: Tolerances) -> bool:
+    """Newton from g0 at the w of the last :func:`at`, into out: ok where a step fell below
+    tol (1 + |g|) (or |F|/S below residual_tol (1 + |g|)) within maxit, the first step was at most
+    ``first`` and, for the root of P, the steps kept contracting; one more step where the last
+    exceeded polish (1 + |g|). wk.dg is then dg/dw from the last linearisation (at most one step
+    from the root)."""
+    if t.kind == POLYNOMIAL:
+        return _newton_root(wk, g0, out, first, maxit, k)
+    n = t.size
+    out[:] = g0
+    last = np.inf
+    converged = False
+    for it in range(maxit + 1):
+        S = linearise(t, wk, out, True)
+        solved = S < np.inf and _solve(t, wk, True)
+        if solved:
+            size = largest(wk.step)
+            resid = largest(wk.F)
+            for j in range(n):
+                wk.step[j] = out[j] - wk.step[j]
+            solved = _finite(wk.step)
+        if converged:  # the polishing step, kept where it is finite
+            if solved:
+                out[:] = wk.step
+            return True
+        if not solved or it == maxit:
+            return False
+        scale = 1.0 + largest(wk.step)
+        if it == 0 and size > first:
+            return False
+        if t.relative and not (size <= k.contraction * last or size <= k.noise * scale):
+            return False
+        last = size
+        out[:] = wk.step
+        converged = size <= k.tol * scale or resid / S <= k.residual_tol * scale
+        if converged and size <= k.polish * scale:
+            return True
+    return False
+
+
+@njit(cache=True)
+def slope(t: Tables, wk: Work, g: np.ndarray, dg: np.ndarray) -> bool:
+    """dg/dw = -J^{-1} dF/dw at a solution g and the w of the last :func:`at`, into dg (implicit
+    function theorem)."""
+    if not (linearise(t, wk, g, True) < np.inf and _solve(t, wk, True)):
+        return False
+    dg[:] = wk.dg
+    return True
+
+
+@njit(cache=True)
+def herglotz(t: Tables, g: np.ndarray, k: Tolerances) -> bool:
+    """Im m <= herglotz (1 + |m|)."""
+    m = g[t.output]
+    return m.imag <= k.herglotz * (1.0 + abs(m))
+
+
+@njit(cache=True)
+def rounds_well(t: Tables, wk: Work, g: np.ndarray, limit: float) -> bool:
+    """For the root of P, at the w of the last :func:`at`: the evaluation's backward error over the
+    root's sensitivity, 10 eps S / (|P_m| |m|), is at most ``limit`` (large next to an atom, where P
+    cancels between huge terms, and at a double root). Always for the Dyson system."""
+    if t.kind != POLYNOMIAL:
+        return True
+    _, Pm, _, S = _values(wk, g[0])
+    return 10 * np.finfo(np.float64).eps * S <= limit * abs(Pm) * abs(g[0])
+
+
+@njit(cache=True)
+def predict(w0: complex, g0: np.ndarray, dg: np.ndarray, w1: complex, max_power: float, out: np.ndarray) -> None:
+    """g at w1 from the tangent at w0 in log-log coordinates, componentwise: g0 (w1/w0)^p with
+    p = w0 g'/g0 (the plain tangent where |p| > max_power or the power is not finite; g0 where
+    neither is finite), as :func:`.descent.predict`."""
+    log = np.log(w1 / w0) if w0 != 0 else complex(np.nan)
+    for j in range(g0.size):
+        line = g0[j] + dg[j] * (w1 - w0)
+        value = line
+        if g0[j] != 0 and w0 != 0:
+            p = w0 * dg[j] / g0[j]
+            if abs(p) <= max_power:
+                power = g0[j] * np.exp(p * log)
+                if math.isfinite(power.real) and math.isfinite(power.imag):
+                    value = power
+        out[j] = value if (math.isfinite(value.real) and math.isfinite(value.imag)) else g0[j]
+
