@@ -91,7 +91,7 @@ class SupportScan:
     g: np.ndarray
     intervals: tuple[tuple[int, int, bool], ...]
     top: float
-    output: int
+
 
 def top_of_support(solver: BranchSolver) -> float:
     """A point just above the support, from a logarithmic pass up to the norm bound."""
@@ -122,7 +122,7 @@ def scan_support(solver: BranchSolver, top: float) -> SupportScan:
         raise BranchError("the density does not vanish at the norm bound: the scan range is wrong")
     near = x[0] * np.logspace(-6, -2, 5)
     hard = bool(runs and runs[0][0] == 0 and solver.density_near_zero(near) > SUPPORT_THRESHOLD / solver.scale)
-    return SupportScan(x, rho, g, tuple((a, b, hard and k == 0) for k, (a, b) in enumerate(runs)), top, solver.output)
+    return SupportScan(x, rho, g, tuple((a, b, hard and k == 0) for k, (a, b) in enumerate(runs)), top)
 
 
 def _edge(solver: BranchSolver, x_out: float, g_out: np.ndarray, x_in: float, side: Side, dps: int) -> Edge:
