@@ -11,12 +11,14 @@ the steps of docs/solving.md §3.5 compiled:
   a step split in two where it fails, lands on Im m > 0 or does not converge, then the last
   solve from EARLY times the floor and, failing that, from the floor;
 - **march** along a sorted real grid: each point starts from the log-log tangent at the last
-  verified point, its error estimated by the distance to the tangent from the point before that
-  (the two differ by about 3/2 h^2 g'', the first's error by h^2 g''/2); it is tried where the
-  estimate is at most TRUST (1 + |g|), and accepted where Newton lands within twice the estimate,
-  Im m <= 0, and, where m is real (outside the support), dm/dx < 0, as m = int rho(t)/(x - t) dt
-  requires (another real solution that meets m at an edge increases there). Points that fail
-  descend, and the march goes on from them.
+  verified point, its error estimated from the distance to the tangent from the point before
+  that (each tangent's error is about d^2 g''/2 at distance d; the estimate is three times the
+  error this implies, on a uniform grid the distance itself); it is tried where the estimate is
+  at most TRUST (1 + |g|), the grid step divided into up to ``substeps`` equal steps where it is
+  larger, and accepted where chord Newton from the cubic Hermite start lands within twice the
+  estimate of the tangent, Im m <= 0, and, where m is real (outside the support), dm/dx < 0, as
+  m = int rho(t)/(x - t) dt requires (another real solution that meets m at an edge increases
+  there). Points that fail descend, and the march goes on from them.
 
 Far starts at height top come from one anchor, the physical solution at one point far out, moved
 along the line Im w = top from the last far start (a step split in two where it fails; the Dyson
@@ -42,6 +44,7 @@ from .kernel_newton import (
     Tolerances,
     Work,
     at,
+    distance,
     herglotz,
     largest,
     linearise,
@@ -54,7 +57,7 @@ from .kernel_newton import (
 )
 from .kernel_tables import POLYNOMIAL, Tables
 
-__all__ = ["follow"]
+__all__ = ["far_solution", "follow"]
 
 
 @njit(cache=True, inline="always")
@@ -78,7 +81,7 @@ def _move(t: Tables, wk: Work, base: complex, direction: complex, s_from: float,
         w1 = base + direction * there
         predict(base + direction * here, g, dg, w1, k.max_power, start)
         at(t, w1, wk)
-        if newton(t, wk, start, new, first_step * (offset(t) + largest(start)), 12, k) and herglotz(t, new, k):
+        if newton(t, wk, start, new, first_step * (offset(t) + largest(start)), 12, k, False) and herglotz(t, new, k):
             here = there
             g[:] = new
             dg[:] = wk.dg
@@ -107,15 +110,13 @@ def _descend(t: Tables, wk: Work, x: float, y: float, height: float, g: np.ndarr
             before[:] = g
             if not _move(t, wk, complex(x), 1j, height, nxt, g, dg, k.first_step, True, k):
                 return False
-            change = 0.0
-            for j in range(t.size):
-                change = max(change, abs(g[j] - before[j]))
+            change = distance(g, before)
             ratio = k.fast_ratio if change < k.fast_change * largest(g) else k.descent_ratio
             height = nxt
         if y >= stop:
             return True
         at(t, complex(x, y), wk)
-        if newton(t, wk, g, new, 1e-3 * (offset(t) + largest(g)), 60, k):
+        if newton(t, wk, g, new, 1e-3 * (offset(t) + largest(g)), 60, k, False):
             g[:] = new
             dg[:] = wk.dg
             return herglotz(t, new, k)
@@ -132,14 +133,14 @@ def _fixed_point(t: Tables, wk: Work, w: complex, k: Tolerances, g: np.ndarray, 
     start = np.zeros(t.size, dtype=np.complex128)
     at(t, w, wk)
     for _ in range(200):
-        if not linearise(t, wk, start, False) < np.inf:
+        if not linearise(t, wk, start, False, False) < np.inf:
             return False
         delta = largest(wk.F)
         for j in range(t.size):
             start[j] -= wk.F[j]  # R(g) = g - F(g)
         if delta < 1e-6 * (1.0 + largest(start)):
             break
-    if not newton(t, wk, start, g, np.inf, 30, k):
+    if not newton(t, wk, start, g, np.inf, 30, k, False):
         return False
     dg[:] = wk.dg
     return True
@@ -160,20 +161,60 @@ def _far(t: Tables, wk: Work, w0: complex, w1: complex, g: np.ndarray, dg: np.nd
 
 
 @njit(cache=True, inline="always")
-def _march_start(x: float, prev: np.ndarray, xs: np.ndarray, G: np.ndarray, DG: np.ndarray, max_power: float,
-                 start: np.ndarray, other: np.ndarray) -> float:
-    """The marched start at x from the last verified real point prev[0] (its log-log tangent), into
-    start, and its error estimate, the distance to the tangent from the point before, prev[1]; inf
-    where there are not two."""
-    if prev[0] < 0 or prev[1] < 0:
-        return np.inf
-    a, b = prev[0], prev[1]
-    predict(complex(xs[a]), G[a], DG[a], complex(x), max_power, start)
-    predict(complex(xs[b]), G[b], DG[b], complex(x), max_power, other)
-    err = 0.0
-    for j in range(start.size):
-        err = max(err, abs(start[j] - other[j]))
+def _march_start(x: float, hx: np.ndarray, hg: np.ndarray, hdg: np.ndarray, max_power: float, start: np.ndarray,
+                 other: np.ndarray, cubic: np.ndarray) -> float:
+    """The marched start at x from the last two verified real points (hx, hg, hdg)[0] and [1]: the
+    log-log tangent at the last, into start, and its error estimate, three times the error of start
+    that the distance to the tangent from the point before implies (each tangent's error about
+    d^2 g''/2 at distance d; on a uniform grid, the distance itself). Into cubic: the cubic Hermite
+    through both points and their slopes (error O(h^4) where g is smooth), where it lies within that
+    estimate of start; start otherwise."""
+    predict(complex(hx[0]), hg[0], hdg[0], complex(x), max_power, start)
+    predict(complex(hx[1]), hg[1], hdg[1], complex(x), max_power, other)
+    diff = distance(start, other)
+    da, db = (x - hx[0]) ** 2, (x - hx[1]) ** 2
+    err = 3.0 * diff * da / (db - da) if db > da else np.inf
+    h = hx[0] - hx[1]
+    cubic[:] = start
+    if h != 0:
+        u = (x - hx[1]) / h
+        h00, h10, h01, h11 = (2 * u - 3) * u * u + 1, ((u - 2) * u + 1) * u * h, (3 - 2 * u) * u * u, (u - 1) * u * u * h
+        for j in range(start.size):
+            cubic[j] = h00 * hg[1, j] + h10 * hdg[1, j] + h01 * hg[0, j] + h11 * hdg[0, j]
+        if not distance(cubic, start) <= err:
+            cubic[:] = start
     return err
+
+
+@njit(cache=True, inline="always")
+def _march_to(t: Tables, wk: Work, x: float, err: float, start: np.ndarray, cubic: np.ndarray, g: np.ndarray,
+              k: Tolerances) -> bool:
+    """The marched point at x into g (and its slope into wk.dg), from the starts of
+    :func:`_march_start` and their error estimate err: chord Newton from cubic, accepted where it
+    lands within twice err of start, Im m <= 0 and, where m is real, dm/dx < 0 (module docstring)."""
+    at(t, complex(x), wk)
+    if not newton(t, wk, cubic, g, k.trust * (offset(t) + largest(start)), 8, k, True):
+        return False
+    m = g[t.output]
+    good = distance(g, start) <= 2.0 * err + 1e-12 * (1.0 + largest(g)) and herglotz(t, g, k)
+    return good and (abs(m.imag) > 1e-12 * abs(m) or wk.dg[t.output].real < 0)
+
+
+@njit(cache=True, inline="always")
+def _remember(x: float, g: np.ndarray, dg: np.ndarray, hx: np.ndarray, hg: np.ndarray, hdg: np.ndarray) -> None:
+    """(x, g, dg) becomes the last verified real point of the march, the last one the one before."""
+    hx[1], hg[1], hdg[1] = hx[0], hg[0], hdg[0]
+    hx[0], hg[0], hdg[0] = x, g, dg
+
+
+@njit(cache=True)
+def far_solution(t: Tables, w: complex, k: Tolerances) -> tuple[np.ndarray, bool]:
+    """The Dyson system's physical solution at one point w far out (:func:`_fixed_point`), and
+    whether it converged."""
+    wk = work(t)
+    g = np.zeros(t.size, dtype=np.complex128)
+    dg = np.empty(t.size, dtype=np.complex128)
+    return g, _fixed_point(t, wk, w, k, g, dg)
 
 
 @njit(cache=True)
@@ -186,7 +227,6 @@ def follow(t: Tables, x: np.ndarray, y: np.ndarray, floor: np.ndarray, top: floa
     N, n = x.size, t.size
     wk = work(t)
     G = np.zeros((N, n), dtype=np.complex128)
-    DG = np.zeros((N, n), dtype=np.complex128)
     ok = np.zeros(N, dtype=np.bool_)
     far_w, far_g, far_dg = anchor_w, anchor_g.copy(), np.zeros(n, dtype=np.complex128)  # the last far start
     at(t, anchor_w, wk)
@@ -196,25 +236,32 @@ def follow(t: Tables, x: np.ndarray, y: np.ndarray, floor: np.ndarray, top: floa
     dg = np.empty(n, dtype=np.complex128)
     start = np.empty(n, dtype=np.complex128)
     other = np.empty(n, dtype=np.complex128)
-    prev = np.full(2, -1, dtype=np.int64)  # the last two verified real points of the march
+    cubic = np.empty(n, dtype=np.complex128)
+    hx = np.empty(2)  # the last two verified real points of the march, the last first
+    hg = np.empty((2, n), dtype=np.complex128)
+    hdg = np.empty((2, n), dtype=np.complex128)
+    known = 0
     for j in range(N - 1, -1, -1):
         real = y[j] == 0
-        if real:
-            err = _march_start(x[j], prev, x, G, DG, k.max_power, start, other)
-            if err <= k.trust * (1.0 + largest(start)):
-                at(t, complex(x[j]), wk)
-                good = newton(t, wk, start, g, k.trust * (offset(t) + largest(start)), 8, k)
-                if good:
-                    gap = 0.0
-                    for i in range(n):
-                        gap = max(gap, abs(g[i] - start[i]))
-                    m = g[t.output]
-                    good = gap <= 2.0 * err + 1e-12 * (1.0 + largest(g)) and herglotz(t, g, k)
-                    good = good and (abs(m.imag) > 1e-12 * abs(m) or wk.dg[t.output].real < 0)
-                if good:
-                    G[j], DG[j], ok[j] = g, wk.dg, rounds_well(t, wk, g, k.rounding)
-                    prev[1], prev[0] = prev[0], j
-                    continue
+        if real and known >= 2:
+            err = _march_start(x[j], hx, hg, hdg, k.max_power, start, other, cubic)
+            limit = k.trust * (1.0 + largest(start))
+            # each step's estimate falls like its length squared: steps of half the limit
+            ratio = 1.0 if err <= limit else math.sqrt(2.0 * err / limit)
+            good = ratio <= k.substeps
+            steps = int(math.ceil(ratio)) if good else 0
+            base = hx[0]
+            for i in range(1, steps + 1 if good else 0):
+                xi = x[j] if i == steps else base + (x[j] - base) * i / steps
+                if steps > 1:
+                    err = _march_start(xi, hx, hg, hdg, k.max_power, start, other, cubic)
+                good = err <= k.trust * (1.0 + largest(start)) and _march_to(t, wk, xi, err, start, cubic, g, k)
+                if not good:
+                    break
+                _remember(xi, g, wk.dg, hx, hg, hdg)
+            if good:
+                G[j], ok[j] = g, rounds_well(t, wk, g, k.rounding)
+                continue
         height = max(top, y[j])
         g[:], dg[:] = far_g, far_dg
         moved = _far(t, wk, far_w, complex(x[j], height), g, dg, k)
@@ -226,7 +273,8 @@ def follow(t: Tables, x: np.ndarray, y: np.ndarray, floor: np.ndarray, top: floa
         far_g[:], far_dg[:] = g, dg
         if _descend(t, wk, x[j], y[j], height, g, dg, floor[j], k):
             at(t, complex(x[j], y[j]), wk)
-            G[j], DG[j], ok[j] = g, dg, rounds_well(t, wk, g, k.rounding)
+            G[j], ok[j] = g, rounds_well(t, wk, g, k.rounding)
             if real:
-                prev[1], prev[0] = prev[0], j
+                _remember(x[j], g, dg, hx, hg, hdg)
+                known += 1
     return G, ok

@@ -6,7 +6,9 @@ Real targets (y = 0) are reached by one last Newton solve at y = 0, tried from 1
 floor and, where that fails the continuity check (near edges), from the floor; every accepted
 point is then checked: converged, continuous with the point above it, and Herglotz (Im m <= 0).
 Real targets are marched along their grid: each starts from the tangent at the last verified
-point and is accepted only within that start's own error estimate; the rest descend.
+point (Newton from the cubic Hermite through the last two, by the chord method) and is accepted
+only within that start's own error estimate, grid steps divided where the estimate is too large;
+the rest descend.
 
 The steps run compiled, point by point (:mod:`.branch_kernel`), for both systems the solver
 knows: the reduced Dyson system (:class:`~.numeric.NumericSystem`) and the root of the minimal
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .branch_kernel import follow
+from .branch_kernel import far_solution, follow
 from .descent import (
     CONTRACTION,
     DESCENT_RATIO,
@@ -34,6 +36,7 @@ from .descent import (
     NOISE,
     POLISH,
     Branch,
+    BranchError,
     fixed_point_start,
 )
 from .kernel_newton import Tolerances
@@ -47,6 +50,9 @@ __all__ = ["follow_branch"]
 EARLY_FLOOR = 1e9
 #: Largest error estimate (relative to 1 + |g|) of a marched start that is tried.
 TRUST = 3e-3
+#: Most equal steps a marched grid step is divided into where its start's error estimate exceeds
+#: TRUST (each step's estimate falls like its length squared); beyond, the target descends.
+SUBSTEPS = 32
 #: A Newton solve has also converged where |F|/S is below this (1 + |g|) (near a double root the
 #: step stagnates at about the square root of the working precision).
 RESIDUAL_TOL = 1e-14
@@ -75,11 +81,11 @@ def follow_branch(system: NumericSystem | PolynomialSystem, w: np.ndarray, top: 
     if not w.size:
         return Branch(w=w, g=np.zeros((0, system.size), dtype=complex), ok=np.zeros(0, dtype=bool), output=system.output)
     order = np.argsort(w.real, kind="stable")
+    k = Tolerances(tol, RESIDUAL_TOL, POLISH, CONTRACTION, NOISE, DESCENT_RATIO, FAST_RATIO, FAST_CHANGE, FIRST_STEP,
+                   FAR_STEP, MAX_POWER, MAX_SPLITS, EARLY_FLOOR, TRUST, HERGLOTZ, ROOT_ROUNDING, SUBSTEPS)
     if start is None:
         middle = (w.real.min() + w.real.max()) / 2 + 1j * max(top, float(np.max(w.imag)))
-        start = (middle, fixed_point_start(system, np.array([middle]), tol)[0])
-    k = Tolerances(tol, RESIDUAL_TOL, POLISH, CONTRACTION, NOISE, DESCENT_RATIO, FAST_RATIO, FAST_CHANGE, FIRST_STEP,
-                   FAR_STEP, MAX_POWER, MAX_SPLITS, EARLY_FLOOR, TRUST, HERGLOTZ, ROOT_ROUNDING)
+        start = (middle, _far_start(system, middle, k))
     g_sorted, ok_sorted = follow(system.tables, np.ascontiguousarray(w.real[order]), np.ascontiguousarray(w.imag[order]),
                                  np.ascontiguousarray(floor[order]), float(top), complex(start[0]),
                                  np.ascontiguousarray(start[1], dtype=complex), k)
@@ -87,3 +93,14 @@ def follow_branch(system: NumericSystem | PolynomialSystem, w: np.ndarray, top: 
     ok = np.empty(w.size, dtype=bool)
     g[order], ok[order] = g_sorted, ok_sorted
     return Branch(w=w, g=g, ok=ok, output=system.output)
+
+
+def _far_start(system: NumericSystem | PolynomialSystem, w: complex, k: Tolerances) -> np.ndarray:
+    """The physical solution at w far out: the fixed-point iteration from g = 0, polished by Newton
+    (compiled for the Dyson system, :func:`.descent.fixed_point_start` for the root of P)."""
+    if isinstance(system, PolynomialSystem):
+        return fixed_point_start(system, np.array([w]), k.tol)[0]
+    g, ok = far_solution(system.tables, complex(w), k)
+    if not ok:
+        raise BranchError("the fixed-point start at large |w| did not converge; the system may be singular")
+    return g

@@ -20,7 +20,7 @@ from numba import njit
 
 from .kernel_tables import POLYNOMIAL, Tables
 
-__all__ = ["Tolerances", "Work", "at", "herglotz", "largest", "linearise", "newton", "offset", "predict", "rounds_well",
+__all__ = ["Tolerances", "Work", "at", "distance", "herglotz", "largest", "linearise", "newton", "offset", "predict", "rounds_well",
            "slope", "work"]
 
 
@@ -43,13 +43,15 @@ class Tolerances(NamedTuple):
     trust: float  # largest error estimate of a marched start, relative to 1 + |g|
     herglotz: float  # Im m <= herglotz (1 + |m|)
     rounding: float  # largest relative error of a root of P from rounding, 10 eps S / (|P_m| |m|)
+    substeps: int  # most equal steps a marched grid step is divided into
 
 
 
 class Work(NamedTuple):
     """Buffers of one follow: P's coefficients in m at the current w (c, cw, s), M = A + w E (M0),
     M and its inverse by sectors, F, dF/dw, J (flat), the Newton step and the slope dg/dw that solve
-    J x = F and J x = -dF/dw, and the elimination tableaux of M's blocks and of J's active part."""
+    J x = F and J x = -dF/dw, the elimination tableaux of M's blocks and of J's active part (which
+    keeps J's LU factors for chord steps), and the rows exchanged by that elimination."""
 
     c: np.ndarray
     cw: np.ndarray
@@ -64,6 +66,7 @@ class Work(NamedTuple):
     dg: np.ndarray
     inverse: np.ndarray
     system: np.ndarray
+    pivots: np.ndarray
 
 
 @njit(cache=True)
@@ -80,7 +83,7 @@ def work(t: Tables) -> Work:
                  np.empty(flat, dtype=np.complex128), np.empty(flat, dtype=np.complex128), np.empty(flat, dtype=np.complex128),
                  np.empty(n, dtype=np.complex128), np.zeros(n, dtype=np.complex128), np.empty(n * n, dtype=np.complex128),
                  np.empty(n, dtype=np.complex128), np.empty(n, dtype=np.complex128), np.empty((k, 2 * k), dtype=np.complex128),
-                 np.empty((na, na + 2), dtype=np.complex128))
+                 np.empty((na, na + 2), dtype=np.complex128), np.empty(na, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -134,10 +137,10 @@ def _invert(M: np.ndarray, o: int, k: int, R: np.ndarray, a: np.ndarray) -> bool
             a[i, k + j] = 1.0 if i == j else 0.0
     for col in range(k):
         p = col
-        best = abs(a[col, col])
+        best = _abs2(a[col, col])
         for r in range(col + 1, k):
-            if abs(a[r, col]) > best:
-                best, p = abs(a[r, col]), r
+            if _abs2(a[r, col]) > best:
+                best, p = _abs2(a[r, col]), r
         if best == 0:
             return False
         if p != col:
@@ -158,10 +161,30 @@ def _invert(M: np.ndarray, o: int, k: int, R: np.ndarray, a: np.ndarray) -> bool
 
 
 @njit(cache=True)
+def _back(t: Tables, wk: Work, c: int, out: np.ndarray) -> None:
+    """Back substitution on the triangular tableau for its right-hand column na + c (F for c = 0,
+    dF/dw for c = 1), into out: the active unknowns, then the passive ones, whose columns of J are
+    the identity's."""
+    n, na = t.size, t.active.size
+    a = wk.system
+    for i in range(na - 1, -1, -1):
+        acc = a[i, na + c]
+        for j in range(i + 1, na):
+            acc -= a[i, j] * out[t.active[j]]
+        out[t.active[i]] = acc * a[i, i]
+    for q in range(t.passive.size):
+        row = t.passive[q]
+        acc = wk.F[row] if c == 0 else wk.Fw[row]
+        for j in range(na):
+            acc -= wk.J[row * n + t.active[j]] * out[t.active[j]]
+        out[row] = acc
+
+
+@njit(cache=True)
 def _solve(t: Tables, wk: Work, slope: bool) -> bool:
     """The Newton step J^{-1} F into wk.step and, with ``slope``, dg/dw = -J^{-1} dF/dw into wk.dg
-    (Gaussian elimination with partial pivoting on the active unknowns, then the passive ones, whose
-    columns of J are the identity's); False where J is singular."""
+    (Gaussian elimination with partial pivoting on the active unknowns, its multipliers and row
+    exchanges kept for :func:`_resolve`, then the passive ones); False where J is singular."""
     n, na = t.size, t.active.size
     r = 2 if slope else 1
     if n == 1:
@@ -178,49 +201,67 @@ def _solve(t: Tables, wk: Work, slope: bool) -> bool:
         a[i, na], a[i, na + 1] = wk.F[row], wk.Fw[row]
     for col in range(na):
         p = col
-        best = a[col, col].real ** 2 + a[col, col].imag ** 2
+        best = _abs2(a[col, col])
         for i in range(col + 1, na):
-            size = a[i, col].real ** 2 + a[i, col].imag ** 2
+            size = _abs2(a[i, col])
             if size > best:
                 best, p = size, i
         if best == 0:
             return False
+        wk.pivots[col] = p
         if p != col:
-            for j in range(col, na + r):
+            for j in range(na + r):
                 a[col, j], a[p, j] = a[p, j], a[col, j]
         pivot = 1.0 / a[col, col]
         a[col, col] = pivot  # kept as its reciprocal for the back substitution
         for i in range(col + 1, na):
             f = a[i, col] * pivot
+            a[i, col] = f  # the multiplier, kept for chord steps
             if f != 0:
                 for j in range(col + 1, na + r):
                     a[i, j] -= f * a[col, j]
-    for c in range(r):
-        out = wk.step if c == 0 else wk.dg
-        for i in range(na - 1, -1, -1):
-            acc = a[i, na + c]
-            for j in range(i + 1, na):
-                acc -= a[i, j] * out[t.active[j]]
-            out[t.active[i]] = acc * a[i, i]
-        for q in range(t.passive.size):
-            row = t.passive[q]
-            acc = wk.F[row] if c == 0 else wk.Fw[row]
-            for j in range(na):
-                acc -= wk.J[row * n + t.active[j]] * out[t.active[j]]
-            out[row] = acc
+    _back(t, wk, 0, wk.step)
     if slope:
+        _back(t, wk, 1, wk.dg)
         for j in range(n):
             wk.dg[j] = -wk.dg[j]
     return True
 
 
 @njit(cache=True)
-def linearise(t: Tables, wk: Work, g: np.ndarray, with_w: bool) -> float:
-    """F into wk.F, J into wk.J (and dF/dw into wk.Fw with ``with_w``) at g and the w of the last
-    :func:`at`; returns the residual's scale S (1 for the Dyson system; inf where M is singular)."""
+def _resolve(t: Tables, wk: Work) -> None:
+    """The chord step J0^{-1} F into wk.step, F the current residual and J0 the Jacobian of the last
+    :func:`_solve` (its LU factors and row exchanges in wk.system and wk.pivots, its passive rows in
+    wk.J): the row exchanges, then forward and back substitution (LAPACK's getrs)."""
+    n, na = t.size, t.active.size
+    if n == 1:
+        wk.step[0] = wk.F[0] / wk.J[0]
+        return
+    a = wk.system
+    for i in range(na):
+        a[i, na] = wk.F[t.active[i]]
+    for col in range(na):
+        p = wk.pivots[col]
+        if p != col:
+            a[col, na], a[p, na] = a[p, na], a[col, na]
+    for col in range(na):
+        for i in range(col + 1, na):
+            a[i, na] -= a[i, col] * a[col, na]
+    _back(t, wk, 0, wk.step)
+
+
+@njit(cache=True)
+def linearise(t: Tables, wk: Work, g: np.ndarray, with_j: bool, with_w: bool) -> float:
+    """F into wk.F (with ``with_j`` J into wk.J, with ``with_w`` dF/dw into wk.Fw) at g and the w of
+    the last :func:`at`; returns the residual's scale S (1 for the Dyson system; inf where M is
+    singular)."""
     if t.kind == POLYNOMIAL:
         P, Pm, Pw, S = _values(wk, g[0])
-        wk.F[0], wk.J[0], wk.Fw[0] = P, Pm, Pw
+        wk.F[0] = P
+        if with_j:
+            wk.J[0] = Pm
+        if with_w:
+            wk.Fw[0] = Pw
         return S
     n = t.size
     for q in range(t.A.size):
@@ -234,11 +275,12 @@ def linearise(t: Tables, wk: Work, g: np.ndarray, with_w: bool) -> float:
         wk.F[i] = g[i]
     for q in range(t.t_unknown.size):
         wk.F[t.t_unknown[q]] -= t.t_value[q] * wk.R[t.t_entry[q]]
-    wk.J[:] = 0
-    for i in range(n):
-        wk.J[i * n + i] = 1.0
-    for q in range(t.j_left.size):
-        wk.J[t.j_target[q]] += t.j_value[q] * wk.R[t.j_left[q]] * wk.R[t.j_right[q]]
+    if with_j:
+        wk.J[:] = 0
+        for i in range(n):
+            wk.J[i * n + i] = 1.0
+        for q in range(t.j_left.size):
+            wk.J[t.j_target[q]] += t.j_value[q] * wk.R[t.j_left[q]] * wk.R[t.j_right[q]]
     if with_w:
         wk.Fw[:] = 0
         for q in range(t.w_left.size):
@@ -246,13 +288,28 @@ def linearise(t: Tables, wk: Work, g: np.ndarray, with_w: bool) -> float:
     return 1.0
 
 
+@njit(cache=True, inline="always")
+def _abs2(z: complex) -> float:
+    """|z|^2 (no square root: the kernel compares sizes, and hypot dominated its bookkeeping)."""
+    return z.real * z.real + z.imag * z.imag
+
+
 @njit(cache=True)
 def largest(g: np.ndarray) -> float:
     """max |g_j|."""
     out = 0.0
     for j in range(g.size):
-        out = max(out, abs(g[j]))
-    return out
+        out = max(out, _abs2(g[j]))
+    return math.sqrt(out)
+
+
+@njit(cache=True)
+def distance(a: np.ndarray, b: np.ndarray) -> float:
+    """max |a_j - b_j|."""
+    out = 0.0
+    for j in range(a.size):
+        out = max(out, _abs2(a[j] - b[j]))
+    return math.sqrt(out)
 
 
 @njit(cache=True)
@@ -304,12 +361,16 @@ def _newton_root(wk: Work, g0: np.ndarray, out: np.ndarray, first: float, maxit:
 
 
 @njit(cache=True)
-def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, maxit: int, k: Tolerances) -> bool:
+def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, maxit: int, k: Tolerances,
+           chord: bool) -> bool:
     """Newton from g0 at the w of the last :func:`at`, into out: ok where a step fell below
     tol (1 + |g|) (or |F|/S below residual_tol (1 + |g|)) within maxit, the first step was at most
     ``first`` and, for the root of P, the steps kept contracting; one more step where the last
     exceeded polish (1 + |g|). wk.dg is then dg/dw from the last linearisation (at most one step
-    from the root)."""
+    from the root). With ``chord`` (the Dyson system), J is linearised and factored at g0 alone and
+    every later step reuses its factors (the chord method, docs/solving.md §3.5), each required to
+    contract, and the polishing step is skipped where the error a step leaves, its size times its
+    ratio to the step before, is below polish; wk.dg is then dg/dw at g0."""
     if t.kind == POLYNOMIAL:
         return _newton_root(wk, g0, out, first, maxit, k)
     n = t.size
@@ -317,8 +378,13 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
     last = np.inf
     converged = False
     for it in range(maxit + 1):
-        S = linearise(t, wk, out, True)
-        solved = S < np.inf and _solve(t, wk, True)
+        full = it == 0 or not chord
+        S = linearise(t, wk, out, full, full)
+        solved = S < np.inf
+        if solved and full:
+            solved = _solve(t, wk, True)
+        elif solved:
+            _resolve(t, wk)
         if solved:
             size = largest(wk.step)
             resid = largest(wk.F)
@@ -334,12 +400,14 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
         scale = 1.0 + largest(wk.step)
         if it == 0 and size > first:
             return False
-        if t.relative and not (size <= k.contraction * last or size <= k.noise * scale):
+        if (t.relative or not full) and not (size <= k.contraction * last or size <= k.noise * scale):
             return False
+        # a chord step leaves about its contraction (size / last) times itself
+        polished = size <= k.polish * scale if full else size * size <= k.polish * scale * last
         last = size
         out[:] = wk.step
         converged = size <= k.tol * scale or resid / S <= k.residual_tol * scale
-        if converged and size <= k.polish * scale:
+        if converged and polished:
             return True
     return False
 
@@ -348,7 +416,7 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
 def slope(t: Tables, wk: Work, g: np.ndarray, dg: np.ndarray) -> bool:
     """dg/dw = -J^{-1} dF/dw at a solution g and the w of the last :func:`at`, into dg (implicit
     function theorem)."""
-    if not (linearise(t, wk, g, True) < np.inf and _solve(t, wk, True)):
+    if not (linearise(t, wk, g, True, True) < np.inf and _solve(t, wk, True)):
         return False
     dg[:] = wk.dg
     return True
@@ -383,7 +451,7 @@ def predict(w0: complex, g0: np.ndarray, dg: np.ndarray, w1: complex, max_power:
         value = line
         if g0[j] != 0 and w0 != 0:
             p = w0 * dg[j] / g0[j]
-            if abs(p) <= max_power:
+            if _abs2(p) <= max_power * max_power:
                 power = g0[j] * np.exp(p * log)
                 if math.isfinite(power.real) and math.isfinite(power.imag):
                     value = power
