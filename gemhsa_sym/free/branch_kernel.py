@@ -40,21 +40,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .kernel_newton import (
-    Tolerances,
-    Work,
-    at,
-    distance,
-    herglotz,
-    largest,
-    linearise,
-    newton,
-    offset,
-    predict,
-    rounds_well,
-    slope,
-    work,
-)
+from .kernel_linalg import Work, distance, largest, work
+from .kernel_newton import Tolerances, at, herglotz, linearise, newton, offset, predict, rounds_well, slope
 from .kernel_tables import POLYNOMIAL, Tables
 
 __all__ = ["far_solution", "follow"]

@@ -1,10 +1,9 @@
-"""Newton's method on either system of the compiled kernel, and its linear algebra (docs/solving.md §3.5).
+"""Newton's method on either system of the compiled kernel (docs/solving.md §3.5).
 
 One Newton solve at one point w (:func:`newton`), reading a :class:`~.kernel_tables.Tables`: the
 linearisation F, J = dF/dg and dF/dw (:func:`linearise`; the Dyson system's sector inverses by
 Gauss-Jordan, P and its derivatives by Horner), the step and the slope dg/dw = -J^{-1} dF/dw from
-one elimination (on the unknowns that enter some M first; the others' columns of J are the
-identity's), the continuity checks of :func:`.descent.newton_solve`, and the log-log predictor of
+one elimination (:func:`.kernel_linalg.solve`, whose factors chord steps reuse), the continuity checks of :func:`.descent.newton_solve`, and the log-log predictor of
 :func:`.descent.predict`. Compiled with numba and cached on disk; the driver's constants come in as
 a :class:`Tolerances`. Sizes are relative to |m| for the root of P and to 1 + |g| for the Dyson
 system.
@@ -18,10 +17,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from .kernel_linalg import Work, abs2, finite, invert, largest, resolve, solve
 from .kernel_tables import POLYNOMIAL, Tables
 
-__all__ = ["Tolerances", "Work", "at", "distance", "herglotz", "largest", "linearise", "newton", "offset", "predict", "rounds_well",
-           "slope", "work"]
+__all__ = ["Tolerances", "at", "herglotz", "linearise", "newton", "offset", "predict", "rounds_well", "slope"]
 
 
 class Tolerances(NamedTuple):
@@ -45,45 +44,6 @@ class Tolerances(NamedTuple):
     rounding: float  # largest relative error of a root of P from rounding, 10 eps S / (|P_m| |m|)
     substeps: int  # most equal steps a marched grid step is divided into
 
-
-
-class Work(NamedTuple):
-    """Buffers of one follow: P's coefficients in m at the current w (c, cw, s), M = A + w E (M0),
-    M and its inverse by sectors, F, dF/dw, J (flat), the Newton step and the slope dg/dw that solve
-    J x = F and J x = -dF/dw, the elimination tableaux of M's blocks and of J's active part (which
-    keeps J's LU factors for chord steps), and the rows exchanged by that elimination."""
-
-    c: np.ndarray
-    cw: np.ndarray
-    s: np.ndarray
-    M0: np.ndarray
-    M: np.ndarray
-    R: np.ndarray
-    F: np.ndarray
-    Fw: np.ndarray
-    J: np.ndarray
-    step: np.ndarray
-    dg: np.ndarray
-    inverse: np.ndarray
-    system: np.ndarray
-    pivots: np.ndarray
-
-
-@njit(cache=True)
-def work(t: Tables) -> Work:
-    """Buffers for ``t``."""
-    n = t.size
-    A = t.C.shape[0]
-    k = 1
-    for s in range(t.sizes.size):
-        k = max(k, t.sizes[s])
-    flat = t.A.size
-    na = t.active.size
-    return Work(np.empty(A, dtype=np.complex128), np.empty(A, dtype=np.complex128), np.empty(A),
-                 np.empty(flat, dtype=np.complex128), np.empty(flat, dtype=np.complex128), np.empty(flat, dtype=np.complex128),
-                 np.empty(n, dtype=np.complex128), np.zeros(n, dtype=np.complex128), np.empty(n * n, dtype=np.complex128),
-                 np.empty(n, dtype=np.complex128), np.empty(n, dtype=np.complex128), np.empty((k, 2 * k), dtype=np.complex128),
-                 np.empty((na, na + 2), dtype=np.complex128), np.empty(na, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -123,134 +83,6 @@ def _values(wk: Work, m: complex) -> tuple[complex, complex, complex, float]:
 
 
 @njit(cache=True)
-def _invert(M: np.ndarray, o: int, k: int, R: np.ndarray, a: np.ndarray) -> bool:
-    """R[o:o+k*k] = the inverse of the k x k block M[o:o+k*k] (Gauss-Jordan, partial pivoting);
-    False where it is singular."""
-    if k == 1:
-        if M[o] == 0:
-            return False
-        R[o] = 1.0 / M[o]
-        return True
-    for i in range(k):
-        for j in range(k):
-            a[i, j] = M[o + i * k + j]
-            a[i, k + j] = 1.0 if i == j else 0.0
-    for col in range(k):
-        p = col
-        best = _abs2(a[col, col])
-        for r in range(col + 1, k):
-            if _abs2(a[r, col]) > best:
-                best, p = _abs2(a[r, col]), r
-        if best == 0:
-            return False
-        if p != col:
-            for j in range(2 * k):
-                a[col, j], a[p, j] = a[p, j], a[col, j]
-        pivot = 1.0 / a[col, col]
-        for j in range(col, 2 * k):
-            a[col, j] *= pivot
-        for r in range(k):
-            f = a[r, col]
-            if r != col and f != 0:
-                for j in range(col, 2 * k):
-                    a[r, j] -= f * a[col, j]
-    for i in range(k):
-        for j in range(k):
-            R[o + i * k + j] = a[i, k + j]
-    return True
-
-
-@njit(cache=True)
-def _back(t: Tables, wk: Work, c: int, out: np.ndarray) -> None:
-    """Back substitution on the triangular tableau for its right-hand column na + c (F for c = 0,
-    dF/dw for c = 1), into out: the active unknowns, then the passive ones, whose columns of J are
-    the identity's."""
-    n, na = t.size, t.active.size
-    a = wk.system
-    for i in range(na - 1, -1, -1):
-        acc = a[i, na + c]
-        for j in range(i + 1, na):
-            acc -= a[i, j] * out[t.active[j]]
-        out[t.active[i]] = acc * a[i, i]
-    for q in range(t.passive.size):
-        row = t.passive[q]
-        acc = wk.F[row] if c == 0 else wk.Fw[row]
-        for j in range(na):
-            acc -= wk.J[row * n + t.active[j]] * out[t.active[j]]
-        out[row] = acc
-
-
-@njit(cache=True)
-def _solve(t: Tables, wk: Work, slope: bool) -> bool:
-    """The Newton step J^{-1} F into wk.step and, with ``slope``, dg/dw = -J^{-1} dF/dw into wk.dg
-    (Gaussian elimination with partial pivoting on the active unknowns, its multipliers and row
-    exchanges kept for :func:`_resolve`, then the passive ones); False where J is singular."""
-    n, na = t.size, t.active.size
-    r = 2 if slope else 1
-    if n == 1:
-        if wk.J[0] == 0:
-            return False
-        wk.step[0] = wk.F[0] / wk.J[0]
-        wk.dg[0] = -wk.Fw[0] / wk.J[0]
-        return True
-    a = wk.system
-    for i in range(na):
-        row = t.active[i]
-        for j in range(na):
-            a[i, j] = wk.J[row * n + t.active[j]]
-        a[i, na], a[i, na + 1] = wk.F[row], wk.Fw[row]
-    for col in range(na):
-        p = col
-        best = _abs2(a[col, col])
-        for i in range(col + 1, na):
-            size = _abs2(a[i, col])
-            if size > best:
-                best, p = size, i
-        if best == 0:
-            return False
-        wk.pivots[col] = p
-        if p != col:
-            for j in range(na + r):
-                a[col, j], a[p, j] = a[p, j], a[col, j]
-        pivot = 1.0 / a[col, col]
-        a[col, col] = pivot  # kept as its reciprocal for the back substitution
-        for i in range(col + 1, na):
-            f = a[i, col] * pivot
-            a[i, col] = f  # the multiplier, kept for chord steps
-            if f != 0:
-                for j in range(col + 1, na + r):
-                    a[i, j] -= f * a[col, j]
-    _back(t, wk, 0, wk.step)
-    if slope:
-        _back(t, wk, 1, wk.dg)
-        for j in range(n):
-            wk.dg[j] = -wk.dg[j]
-    return True
-
-
-@njit(cache=True)
-def _resolve(t: Tables, wk: Work) -> None:
-    """The chord step J0^{-1} F into wk.step, F the current residual and J0 the Jacobian of the last
-    :func:`_solve` (its LU factors and row exchanges in wk.system and wk.pivots, its passive rows in
-    wk.J): the row exchanges, then forward and back substitution (LAPACK's getrs)."""
-    n, na = t.size, t.active.size
-    if n == 1:
-        wk.step[0] = wk.F[0] / wk.J[0]
-        return
-    a = wk.system
-    for i in range(na):
-        a[i, na] = wk.F[t.active[i]]
-    for col in range(na):
-        p = wk.pivots[col]
-        if p != col:
-            a[col, na], a[p, na] = a[p, na], a[col, na]
-    for col in range(na):
-        for i in range(col + 1, na):
-            a[i, na] -= a[i, col] * a[col, na]
-    _back(t, wk, 0, wk.step)
-
-
-@njit(cache=True)
 def linearise(t: Tables, wk: Work, g: np.ndarray, with_j: bool, with_w: bool) -> float:
     """F into wk.F (with ``with_j`` J into wk.J, with ``with_w`` dF/dw into wk.Fw) at g and the w of
     the last :func:`at`; returns the residual's scale S (1 for the Dyson system; inf where M is
@@ -269,7 +101,7 @@ def linearise(t: Tables, wk: Work, g: np.ndarray, with_j: bool, with_w: bool) ->
     for q in range(t.c_unknown.size):
         wk.M[t.c_entry[q]] += t.c_value[q] * g[t.c_unknown[q]]
     for s in range(t.sizes.size):
-        if not _invert(wk.M, t.offsets[s], t.sizes[s], wk.R, wk.inverse):
+        if not invert(wk.M, t.offsets[s], t.sizes[s], wk.R, wk.inverse):
             return np.inf
     for i in range(n):
         wk.F[i] = g[i]
@@ -286,38 +118,6 @@ def linearise(t: Tables, wk: Work, g: np.ndarray, with_j: bool, with_w: bool) ->
         for q in range(t.w_left.size):
             wk.Fw[t.w_target[q]] += t.w_value[q] * wk.R[t.w_left[q]] * wk.R[t.w_right[q]]
     return 1.0
-
-
-@njit(cache=True, inline="always")
-def _abs2(z: complex) -> float:
-    """|z|^2 (no square root: the kernel compares sizes, and hypot dominated its bookkeeping)."""
-    return z.real * z.real + z.imag * z.imag
-
-
-@njit(cache=True)
-def largest(g: np.ndarray) -> float:
-    """max |g_j|."""
-    out = 0.0
-    for j in range(g.size):
-        out = max(out, _abs2(g[j]))
-    return math.sqrt(out)
-
-
-@njit(cache=True)
-def distance(a: np.ndarray, b: np.ndarray) -> float:
-    """max |a_j - b_j|."""
-    out = 0.0
-    for j in range(a.size):
-        out = max(out, _abs2(a[j] - b[j]))
-    return math.sqrt(out)
-
-
-@njit(cache=True)
-def _finite(g: np.ndarray) -> bool:
-    for j in range(g.size):
-        if not (math.isfinite(g[j].real) and math.isfinite(g[j].imag)):
-            return False
-    return True
 
 
 @njit(cache=True)
@@ -382,15 +182,15 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
         S = linearise(t, wk, out, full, full)
         solved = S < np.inf
         if solved and full:
-            solved = _solve(t, wk, True)
+            solved = solve(t, wk, True)
         elif solved:
-            _resolve(t, wk)
+            resolve(t, wk)
         if solved:
             size = largest(wk.step)
             resid = largest(wk.F)
             for j in range(n):
                 wk.step[j] = out[j] - wk.step[j]
-            solved = _finite(wk.step)
+            solved = finite(wk.step)
         if converged:  # the polishing step, kept where it is finite
             if solved:
                 out[:] = wk.step
@@ -416,7 +216,7 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
 def slope(t: Tables, wk: Work, g: np.ndarray, dg: np.ndarray) -> bool:
     """dg/dw = -J^{-1} dF/dw at a solution g and the w of the last :func:`at`, into dg (implicit
     function theorem)."""
-    if not (linearise(t, wk, g, True, True) < np.inf and _solve(t, wk, True)):
+    if not (linearise(t, wk, g, True, True) < np.inf and solve(t, wk, True)):
         return False
     dg[:] = wk.dg
     return True
@@ -451,7 +251,7 @@ def predict(w0: complex, g0: np.ndarray, dg: np.ndarray, w1: complex, max_power:
         value = line
         if g0[j] != 0 and w0 != 0:
             p = w0 * dg[j] / g0[j]
-            if _abs2(p) <= max_power * max_power:
+            if abs2(p) <= max_power * max_power:
                 power = g0[j] * np.exp(p * log)
                 if math.isfinite(power.real) and math.isfinite(power.imag):
                     value = power
