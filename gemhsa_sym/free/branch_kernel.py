@@ -235,14 +235,15 @@ def follow(t: Tables, x: np.ndarray, y: np.ndarray, floor: np.ndarray, top: floa
             limit = k.trust * (1.0 + largest(start))
             # each step's estimate falls like its length squared: steps of half the limit
             ratio = 1.0 if err <= limit else math.sqrt(2.0 * err / limit)
-            good = ratio <= k.substeps
-            steps = int(math.ceil(ratio)) if good else 0
+            steps = int(math.ceil(ratio)) if ratio <= k.substeps else 0
             base = hx[0]
-            for i in range(1, steps + 1 if good else 0):
+            good = steps > 0
+            for i in range(1, steps + 1):
                 xi = x[j] if i == steps else base + (x[j] - base) * i / steps
                 if steps > 1:
                     err = _march_start(xi, hx, hg, hdg, k.max_power, start, other, cubic)
-                good = err <= k.trust * (1.0 + largest(start)) and _march_to(t, wk, xi, err, start, cubic, g, k)
+                    limit = k.trust * (1.0 + largest(start))
+                good = err <= limit and _march_to(t, wk, xi, err, start, cubic, g, k)
                 if not good:
                     break
                 _remember(xi, g, wk.dg, hx, hg, hdg)

@@ -169,7 +169,7 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
     exceeded polish (1 + |g|). wk.dg is then dg/dw from the last linearisation (at most one step
     from the root). With ``chord`` (the Dyson system), J is linearised and factored at g0 alone and
     every later step reuses its factors (the chord method, docs/solving.md §3.5), each required to
-    contract, and the polishing step is skipped where the error a step leaves, its size times its
+    contract as the root of P's must, and the polishing step is skipped where the error a step leaves, its size times its
     ratio to the step before, is below polish; wk.dg is then dg/dw at g0."""
     if t.kind == POLYNOMIAL:
         return _newton_root(wk, g0, out, first, maxit, k)
