@@ -87,26 +87,45 @@ def entry() -> NoReturn:
     sys.exit(code)
 
 
+def _by_interrupt(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a KeyboardInterrupt or was raised from one: Python 3.11 wraps an exception
+    raised by a ``__set_name__`` hook in a RuntimeError, so a Ctrl-C that lands while a module that
+    defines a class with a cached property is imported arrives as one."""
+    while exc is not None:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__
+    return False
+
+
+def _interrupted() -> int:
+    """The one line of an interrupted run, and its status."""
+    print("gemhsa-sym: interrupted", file=sys.stderr)
+    return INTERRUPTED
+
+
 def _main(argv: Sequence[str] | None) -> int:
     """:func:`main` with warnings shown as one line."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a parse error, already printed as one line (2)
         return exc.code if isinstance(exc.code, int) else USAGE
-    except KeyboardInterrupt:
-        print("gemhsa-sym: interrupted", file=sys.stderr)
-        return INTERRUPTED
+    except (KeyboardInterrupt, RuntimeError) as exc:
+        if not _by_interrupt(exc):
+            raise
+        return _interrupted()
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:
-        print("gemhsa-sym: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        return _interrupted()
     except (ValueError, FileNotFoundError, NotImplementedError, ConnectionError) as exc:
         if args.debug:
             raise
         print(f"gemhsa-sym: error: {_first_line(exc)}", file=sys.stderr)
         return USAGE
     except Exception as exc:  # a computation that failed: one line, the traceback with --debug
+        if _by_interrupt(exc):
+            return _interrupted()
         if args.debug:
             raise
         print(f"gemhsa-sym: error: {type(exc).__name__}: {_first_line(exc)} (run with --debug for the traceback)",
