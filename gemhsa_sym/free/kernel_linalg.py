@@ -85,6 +85,7 @@ def distance(a: np.ndarray, b: np.ndarray) -> float:
 
 @njit(cache=True)
 def finite(g: np.ndarray) -> bool:
+    """Whether every g_j is finite (real and imaginary parts)."""
     for j in range(g.size):
         if not (math.isfinite(g[j].real) and math.isfinite(g[j].imag)):
             return False
