@@ -15,6 +15,7 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.free import Dim, Gaussian, SpectralLaw, spectral_law
+from gemhsa_sym.free.continuation import CHUNK, MAX_CHUNKS, chunks
 
 n, d, D, dv = Dim("n"), Dim("d"), Dim("D"), Dim("d_v")
 p, N1, N2 = Dim("p"), Dim("N1"), Dim("N2")
@@ -115,6 +116,28 @@ def test_a_marched_grid_lands_on_the_values_of_points_solved_alone(name: str) ->
     edges = [float(e.location) for e in law.edges(dps=16)]
     near = {int(np.argmin(np.abs(x - e))) + k for e in edges for k in (-1, 0, 1)} - {-1, x.size}
     idx = sorted(set(range(0, x.size, 37)) | near)
+    marched = law.density(x)
+    alone = np.array([law.density(x[i : i + 1])[0] for i in idx])
+    np.testing.assert_allclose(marched[idx], alone, rtol=0, atol=1e-10 * np.max(marched))
+
+
+def test_chunks_depend_on_the_number_of_targets_alone() -> None:
+    """The largest power of two at most N / CHUNK, at most MAX_CHUNKS (docs/solving.md §3.5)."""
+    assert [chunks(N) for N in (0, 1, CHUNK - 1, 2 * CHUNK - 1, 2 * CHUNK, 3 * CHUNK, 4 * CHUNK, 10**7)] == \
+        [1, 1, 1, 1, 2, 2, 4, MAX_CHUNKS]
+
+
+@pytest.mark.parametrize("name", list(LAWS))
+def test_each_chunk_of_a_long_grid_lands_on_the_values_of_points_solved_alone(name: str) -> None:
+    """A grid of 4 CHUNK points is followed in four chunks, each from its own descent and on threads
+    (docs/solving.md §3.5): the points on both sides of every cut agree with the same points
+    descending alone, as do the points a march reaches."""
+    law = LAWS[name]()
+    top = float(law.edges(dps=16)[-1].location)
+    x = np.linspace(0.0, 1.2 * top, 4 * CHUNK + 1)[1:]
+    assert chunks(x.size) == 4
+    cuts = np.cumsum([len(c) for c in np.array_split(x, 4)])[:-1]
+    idx = sorted({int(c) + k for c in cuts for k in (-2, -1, 0, 1)} | set(range(0, x.size, 101)))
     marched = law.density(x)
     alone = np.array([law.density(x[i : i + 1])[0] for i in idx])
     np.testing.assert_allclose(marched[idx], alone, rtol=0, atol=1e-10 * np.max(marched))

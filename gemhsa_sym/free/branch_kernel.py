@@ -36,33 +36,53 @@ each caller, and this halves the first compile (about 30 s, then cached).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from .kernel_linalg import Work, distance, largest, work
+from .kernel_linalg import Work, copy, distance, fill, largest, work
 from .kernel_newton import Tolerances, at, herglotz, linearise, newton, offset, predict, rounds_well, slope
 from .kernel_tables import POLYNOMIAL, Tables
 
-__all__ = ["far_solution", "follow"]
+__all__ = ["Path", "far_solution", "follow"]
+
+
+class Path(NamedTuple):
+    """Buffers of one follow besides the linear algebra's: the current solution and its slope, the
+    marched starts (tangent, the tangent from the point before, cubic), a move's start and result,
+    the solution before a descent step, the last far start and its slope, the last two verified real
+    points of the march (x, g, dg; the last first), and a move's stack of split targets and depths."""
+
+    g: np.ndarray
+    dg: np.ndarray
+    start: np.ndarray
+    other: np.ndarray
+    cubic: np.ndarray
+    move_start: np.ndarray
+    new: np.ndarray
+    before: np.ndarray
+    far_g: np.ndarray
+    far_dg: np.ndarray
+    hx: np.ndarray
+    hg: np.ndarray
+    hdg: np.ndarray
+    targets: np.ndarray
+    depths: np.ndarray
 
 
 @njit(cache=True, inline="always")
-def _move(t: Tables, wk: Work, base: complex, direction: complex, s_from: float, s_to: float, g: np.ndarray,
+def _move(t: Tables, wk: Work, pb: Path, base: complex, direction: complex, s_from: float, s_to: float, g: np.ndarray,
           dg: np.ndarray, first_step: float, geometric: bool, k: Tolerances) -> bool:
     """g and its slope dg (given at base + direction s_from) moved to base + direction s_to, in place:
     the log-log tangent start, Newton (first step at most first_step times the size of the start, 12
     iterations), Im m <= herglotz (1 + |m|); a step that fails is split in two (geometric mean of s
     when ``geometric``, else the midpoint), at most max_splits deep, the second half tried only where
     the first held."""
-    n = t.size
-    targets = np.empty(k.max_splits + 1)
-    depths = np.empty(k.max_splits + 1, dtype=np.int64)
+    targets, depths, start, new = pb.targets, pb.depths, pb.move_start, pb.new
     targets[0], depths[0] = s_to, 0
     top = 0
     here = s_from
-    start = np.empty(n, dtype=np.complex128)
-    new = np.empty(n, dtype=np.complex128)
     while top >= 0:
         there, depth = targets[top], depths[top]
         w1 = base + direction * there
@@ -70,8 +90,8 @@ def _move(t: Tables, wk: Work, base: complex, direction: complex, s_from: float,
         at(t, w1, wk)
         if newton(t, wk, start, new, first_step * (offset(t) + largest(start)), 12, k, False) and herglotz(t, new, k):
             here = there
-            g[:] = new
-            dg[:] = wk.dg
+            copy(new, g)
+            copy(wk.dg, dg)
             top -= 1
         elif depth < k.max_splits:
             top += 1
@@ -83,19 +103,18 @@ def _move(t: Tables, wk: Work, base: complex, direction: complex, s_from: float,
 
 
 @njit(cache=True, inline="always")
-def _descend(t: Tables, wk: Work, x: float, y: float, height: float, g: np.ndarray, dg: np.ndarray, floor: float,
-             k: Tolerances) -> bool:
+def _descend(t: Tables, wk: Work, pb: Path, x: float, y: float, height: float, g: np.ndarray, dg: np.ndarray,
+             floor: float, k: Tolerances) -> bool:
     """g and its slope dg moved from x + i height down to x + i y (height >= y) by descent of Im w, in
     place; the last solve onto y from early_floor times the floor, then from the floor (docs/solving.md §3.5)."""
     ratio = k.descent_ratio
-    before = np.empty(t.size, dtype=np.complex128)
-    new = np.empty(t.size, dtype=np.complex128)
+    before, new = pb.before, pb.new
     for factor in (k.early_floor, 1.0):
         stop = max(y, floor * factor)
         while height > stop:
             nxt = max(height * ratio, stop)
-            before[:] = g
-            if not _move(t, wk, complex(x), 1j, height, nxt, g, dg, k.first_step, True, k):
+            copy(g, before)
+            if not _move(t, wk, pb, complex(x), 1j, height, nxt, g, dg, k.first_step, True, k):
                 return False
             change = distance(g, before)
             ratio = k.fast_ratio if change < k.fast_change * largest(g) else k.descent_ratio
@@ -104,20 +123,20 @@ def _descend(t: Tables, wk: Work, x: float, y: float, height: float, g: np.ndarr
             return True
         at(t, complex(x, y), wk)
         if newton(t, wk, g, new, 1e-3 * (offset(t) + largest(g)), 60, k, False):
-            g[:] = new
-            dg[:] = wk.dg
+            copy(new, g)
+            copy(wk.dg, dg)
             return herglotz(t, new, k)
     return False
 
 
 @njit(cache=True, inline="always")
-def _fixed_point(t: Tables, wk: Work, w: complex, k: Tolerances, g: np.ndarray, dg: np.ndarray) -> bool:
+def _fixed_point(t: Tables, wk: Work, start: np.ndarray, w: complex, k: Tolerances, g: np.ndarray, dg: np.ndarray) -> bool:
     """The Dyson system's physical solution at w far out and its slope, into g and dg: g <- R(g, w)
-    from g = 0 (200 iterations at most), polished by Newton (as :func:`.descent.fixed_point_start`);
-    False for the root of P."""
+    from g = 0 (200 iterations at most; ``start`` holds the iterate), polished by Newton (as
+    :func:`.descent.fixed_point_start`); False for the root of P."""
     if t.kind == POLYNOMIAL:
         return False
-    start = np.zeros(t.size, dtype=np.complex128)
+    fill(start, 0.0)
     at(t, w, wk)
     for _ in range(200):
         if not linearise(t, wk, start, False, False) < np.inf:
@@ -129,12 +148,12 @@ def _fixed_point(t: Tables, wk: Work, w: complex, k: Tolerances, g: np.ndarray, 
             break
     if not newton(t, wk, start, g, np.inf, 30, k, False):
         return False
-    dg[:] = wk.dg
+    copy(wk.dg, dg)
     return True
 
 
 @njit(cache=True, inline="always")
-def _far(t: Tables, wk: Work, w0: complex, w1: complex, g: np.ndarray, dg: np.ndarray, k: Tolerances) -> bool:
+def _far(t: Tables, wk: Work, pb: Path, w0: complex, w1: complex, g: np.ndarray, dg: np.ndarray, k: Tolerances) -> bool:
     """g and its slope dg moved from w0 to w1, both far above the support, in place: up or down at
     Re w0 to Im w1, then along Im w = Im w1 (first steps at most far_step times the size of g)."""
     for leg in range(2):
@@ -142,7 +161,7 @@ def _far(t: Tables, wk: Work, w0: complex, w1: complex, g: np.ndarray, dg: np.nd
         if (w0.imag != w1.imag) if vertical else (w0.real != w1.real):
             base, direction = (complex(w0.real, 0.0), 1j) if vertical else (complex(0.0, w1.imag), 1.0 + 0j)
             s_from, s_to = (w0.imag, w1.imag) if vertical else (w0.real, w1.real)
-            if not _move(t, wk, base, direction, s_from, s_to, g, dg, k.far_step, vertical, k):
+            if not _move(t, wk, pb, base, direction, s_from, s_to, g, dg, k.far_step, vertical, k):
                 return False
     return True
 
@@ -162,14 +181,14 @@ def _march_start(x: float, hx: np.ndarray, hg: np.ndarray, hdg: np.ndarray, max_
     da, db = (x - hx[0]) ** 2, (x - hx[1]) ** 2
     err = 3.0 * diff * da / (db - da) if db > da else np.inf
     h = hx[0] - hx[1]
-    cubic[:] = start
+    copy(start, cubic)
     if h != 0:
         u = (x - hx[1]) / h
         h00, h10, h01, h11 = (2 * u - 3) * u * u + 1, ((u - 2) * u + 1) * u * h, (3 - 2 * u) * u * u, (u - 1) * u * u * h
         for j in range(start.size):
             cubic[j] = h00 * hg[1, j] + h10 * hdg[1, j] + h01 * hg[0, j] + h11 * hdg[0, j]
         if not distance(cubic, start) <= err:
-            cubic[:] = start
+            copy(start, cubic)
     return err
 
 
@@ -190,8 +209,11 @@ def _march_to(t: Tables, wk: Work, x: float, err: float, start: np.ndarray, cubi
 @njit(cache=True, inline="always")
 def _remember(x: float, g: np.ndarray, dg: np.ndarray, hx: np.ndarray, hg: np.ndarray, hdg: np.ndarray) -> None:
     """(x, g, dg) becomes the last verified real point of the march, the last one the one before."""
-    hx[1], hg[1], hdg[1] = hx[0], hg[0], hdg[0]
-    hx[0], hg[0], hdg[0] = x, g, dg
+    hx[1] = hx[0]
+    hx[0] = x
+    for j in range(g.size):
+        hg[1, j], hdg[1, j] = hg[0, j], hdg[0, j]
+        hg[0, j], hdg[0, j] = g[j], dg[j]
 
 
 @njit(cache=True)
@@ -201,10 +223,10 @@ def far_solution(t: Tables, w: complex, k: Tolerances) -> tuple[np.ndarray, bool
     wk = work(t)
     g = np.zeros(t.size, dtype=np.complex128)
     dg = np.empty(t.size, dtype=np.complex128)
-    return g, _fixed_point(t, wk, w, k, g, dg)
+    return g, _fixed_point(t, wk, np.empty(t.size, dtype=np.complex128), w, k, g, dg)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def follow(t: Tables, x: np.ndarray, y: np.ndarray, floor: np.ndarray, top: float, anchor_w: complex,
            anchor_g: np.ndarray, k: Tolerances) -> tuple[np.ndarray, np.ndarray]:
     """The physical solution at targets x + i y (y >= 0), and ok where it was followed (and, for a
@@ -212,21 +234,30 @@ def follow(t: Tables, x: np.ndarray, y: np.ndarray, floor: np.ndarray, top: floa
     largest (module docstring), the others descend. (anchor_w, anchor_g): the physical solution at
     one point with Im w >= top."""
     N, n = x.size, t.size
-    wk = work(t)
     G = np.zeros((N, n), dtype=np.complex128)
     ok = np.zeros(N, dtype=np.bool_)
-    far_w, far_g, far_dg = anchor_w, anchor_g.copy(), np.zeros(n, dtype=np.complex128)  # the last far start
+    vectors = np.empty((10, n), dtype=np.complex128)
+    history = np.empty((2, 2, n), dtype=np.complex128)
+    pb = Path(vectors[0], vectors[1], vectors[2], vectors[3], vectors[4], vectors[5], vectors[6], vectors[7], vectors[8],
+              vectors[9], np.empty(2), history[0], history[1], np.empty(k.max_splits + 1),
+              np.empty(k.max_splits + 1, dtype=np.int64))
+    _follow(t, work(t), pb, x, y, floor, top, anchor_w, anchor_g, k, G, ok)
+    return G, ok
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _follow(t: Tables, wk: Work, pb: Path, x: np.ndarray, y: np.ndarray, floor: np.ndarray, top: float,
+            anchor_w: complex, anchor_g: np.ndarray, k: Tolerances, G: np.ndarray, ok: np.ndarray) -> None:
+    """The body of :func:`follow`, into G and ok, with every buffer given (no allocation, so no
+    reference counting in the loop)."""
+    N = x.size
+    g, dg, start, other, cubic = pb.g, pb.dg, pb.start, pb.other, pb.cubic
+    far_g, far_dg, hx, hg, hdg = pb.far_g, pb.far_dg, pb.hx, pb.hg, pb.hdg
+    far_w = anchor_w  # the last far start
+    copy(anchor_g, far_g)
     at(t, anchor_w, wk)
     if not slope(t, wk, far_g, far_dg):
-        return G, ok
-    g = np.empty(n, dtype=np.complex128)
-    dg = np.empty(n, dtype=np.complex128)
-    start = np.empty(n, dtype=np.complex128)
-    other = np.empty(n, dtype=np.complex128)
-    cubic = np.empty(n, dtype=np.complex128)
-    hx = np.empty(2)  # the last two verified real points of the march, the last first
-    hg = np.empty((2, n), dtype=np.complex128)
-    hdg = np.empty((2, n), dtype=np.complex128)
+        return
     known = 0
     for j in range(N - 1, -1, -1):
         real = y[j] == 0
@@ -248,21 +279,30 @@ def follow(t: Tables, x: np.ndarray, y: np.ndarray, floor: np.ndarray, top: floa
                     break
                 _remember(xi, g, wk.dg, hx, hg, hdg)
             if good:
-                G[j], ok[j] = g, rounds_well(t, wk, g, k.rounding)
+                _keep(G, ok, j, g, rounds_well(t, wk, g, k.rounding))
                 continue
         height = max(top, y[j])
-        g[:], dg[:] = far_g, far_dg
-        moved = _far(t, wk, far_w, complex(x[j], height), g, dg, k)
+        copy(far_g, g)
+        copy(far_dg, dg)
+        moved = _far(t, wk, pb, far_w, complex(x[j], height), g, dg, k)
         if not moved:
-            moved = _fixed_point(t, wk, complex(x[j], height), k, g, dg)
+            moved = _fixed_point(t, wk, pb.move_start, complex(x[j], height), k, g, dg)
         if not moved:
             continue
         far_w = complex(x[j], height)
-        far_g[:], far_dg[:] = g, dg
-        if _descend(t, wk, x[j], y[j], height, g, dg, floor[j], k):
+        copy(g, far_g)
+        copy(dg, far_dg)
+        if _descend(t, wk, pb, x[j], y[j], height, g, dg, floor[j], k):
             at(t, complex(x[j], y[j]), wk)
-            G[j], ok[j] = g, rounds_well(t, wk, g, k.rounding)
+            _keep(G, ok, j, g, rounds_well(t, wk, g, k.rounding))
             if real:
                 _remember(x[j], g, dg, hx, hg, hdg)
                 known += 1
-    return G, ok
+
+
+@njit(cache=True, inline="always")
+def _keep(G: np.ndarray, ok: np.ndarray, j: int, g: np.ndarray, good: bool) -> None:
+    """Row j of G becomes g, and ok[j] good."""
+    for i in range(g.size):
+        G[j, i] = g[i]
+    ok[j] = good

@@ -17,7 +17,7 @@ from numba import njit
 
 from .kernel_tables import Tables
 
-__all__ = ["Work", "abs2", "distance", "finite", "invert", "largest", "resolve", "solve", "work"]
+__all__ = ["Work", "abs2", "copy", "distance", "fill", "finite", "invert", "largest", "resolve", "solve", "work"]
 
 
 class Work(NamedTuple):
@@ -59,13 +59,13 @@ def work(t: Tables) -> Work:
                  np.empty((na, na + 2), dtype=np.complex128), np.empty(na, dtype=np.int64))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def abs2(z: complex) -> float:
     """|z|^2 (no square root: the kernel compares sizes, and hypot dominated its bookkeeping)."""
     return z.real * z.real + z.imag * z.imag
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def largest(g: np.ndarray) -> float:
     """max |g_j|."""
     out = 0.0
@@ -74,7 +74,7 @@ def largest(g: np.ndarray) -> float:
     return math.sqrt(out)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def distance(a: np.ndarray, b: np.ndarray) -> float:
     """max |a_j - b_j|."""
     out = 0.0
@@ -83,7 +83,21 @@ def distance(a: np.ndarray, b: np.ndarray) -> float:
     return math.sqrt(out)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
+def copy(src: np.ndarray, dst: np.ndarray) -> None:
+    """dst[:] = src, element by element (a slice assignment would need numba's reference counting)."""
+    for j in range(src.size):
+        dst[j] = src[j]
+
+
+@njit(cache=True, _nrt=False)
+def fill(a: np.ndarray, value: complex) -> None:
+    """a[:] = value, element by element."""
+    for j in range(a.size):
+        a[j] = value
+
+
+@njit(cache=True, _nrt=False)
 def finite(g: np.ndarray) -> bool:
     """Whether every g_j is finite (real and imaginary parts)."""
     for j in range(g.size):
@@ -92,7 +106,7 @@ def finite(g: np.ndarray) -> bool:
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def invert(M: np.ndarray, o: int, k: int, R: np.ndarray, a: np.ndarray) -> bool:
     """R[o:o+k*k] = the inverse of the k x k block M[o:o+k*k] (Gauss-Jordan, partial pivoting);
     False where it is singular."""
@@ -130,7 +144,7 @@ def invert(M: np.ndarray, o: int, k: int, R: np.ndarray, a: np.ndarray) -> bool:
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _back(t: Tables, wk: Work, c: int, out: np.ndarray) -> None:
     """Back substitution on the triangular tableau for its right-hand column na + c (F for c = 0,
     dF/dw for c = 1), into out: the active unknowns, then the passive ones, whose columns of J are
@@ -150,7 +164,7 @@ def _back(t: Tables, wk: Work, c: int, out: np.ndarray) -> None:
         out[row] = acc
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def solve(t: Tables, wk: Work, slope: bool) -> bool:
     """The Newton step J^{-1} F into wk.step and, with ``slope``, dg/dw = -J^{-1} dF/dw into wk.dg
     (Gaussian elimination with partial pivoting on the active unknowns, its multipliers and row
@@ -198,7 +212,7 @@ def solve(t: Tables, wk: Work, slope: bool) -> bool:
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def resolve(t: Tables, wk: Work) -> None:
     """The chord step J0^{-1} F into wk.step, F the current residual and J0 the Jacobian of the last
     :func:`solve` (its LU factors and row exchanges in wk.system and wk.pivots, its passive rows in

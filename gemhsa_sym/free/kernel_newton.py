@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .kernel_linalg import Work, abs2, finite, invert, largest, resolve, solve
+from .kernel_linalg import Work, abs2, copy, fill, finite, invert, largest, resolve, solve
 from .kernel_tables import POLYNOMIAL, Tables
 
 __all__ = ["Tolerances", "at", "herglotz", "linearise", "newton", "offset", "predict", "rounds_well", "slope"]
@@ -46,7 +46,7 @@ class Tolerances(NamedTuple):
 
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def at(t: Tables, w: complex, wk: Work) -> None:
     """What depends on w alone: the coefficients of m^a in P, P_w and S (Horner in w), or M0 = A + w E."""
     if t.kind == POLYNOMIAL:
@@ -66,7 +66,7 @@ def at(t: Tables, w: complex, wk: Work) -> None:
             wk.M0[q] = t.A[q] + w * t.E[q]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _values(wk: Work, m: complex) -> tuple[complex, complex, complex, float]:
     """P, P_m, P_w and S at m (Horner in m) at the w of the last :func:`at`."""
     P = 0j
@@ -82,7 +82,7 @@ def _values(wk: Work, m: complex) -> tuple[complex, complex, complex, float]:
     return P, Pm, Pw, S
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def linearise(t: Tables, wk: Work, g: np.ndarray, with_j: bool, with_w: bool) -> float:
     """F into wk.F (with ``with_j`` J into wk.J, with ``with_w`` dF/dw into wk.Fw) at g and the w of
     the last :func:`at`; returns the residual's scale S (1 for the Dyson system; inf where M is
@@ -108,25 +108,25 @@ def linearise(t: Tables, wk: Work, g: np.ndarray, with_j: bool, with_w: bool) ->
     for q in range(t.t_unknown.size):
         wk.F[t.t_unknown[q]] -= t.t_value[q] * wk.R[t.t_entry[q]]
     if with_j:
-        wk.J[:] = 0
+        fill(wk.J, 0.0)
         for i in range(n):
             wk.J[i * n + i] = 1.0
         for q in range(t.j_left.size):
             wk.J[t.j_target[q]] += t.j_value[q] * wk.R[t.j_left[q]] * wk.R[t.j_right[q]]
     if with_w:
-        wk.Fw[:] = 0
+        fill(wk.Fw, 0.0)
         for q in range(t.w_left.size):
             wk.Fw[t.w_target[q]] += t.w_value[q] * wk.R[t.w_left[q]] * wk.R[t.w_right[q]]
     return 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def offset(t: Tables) -> float:
     """The constant of the size a first step is measured against: |g| (root of P) or 1 + |g| (Dyson)."""
     return 0.0 if t.relative else 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _newton_root(wk: Work, g0: np.ndarray, out: np.ndarray, first: float, maxit: int, k: Tolerances) -> bool:
     """:func:`newton` for the root of P, in scalars (the same steps and checks; the steps must
     contract): Newton on P(m) = 0 at the w of the last :func:`at`, dm/dw = -P_w / P_m into wk.dg.
@@ -160,7 +160,7 @@ def _newton_root(wk: Work, g0: np.ndarray, out: np.ndarray, first: float, maxit:
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, maxit: int, k: Tolerances,
            chord: bool) -> bool:
     """Newton from g0 at the w of the last :func:`at`, into out: ok where a step fell below
@@ -174,7 +174,7 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
     if t.kind == POLYNOMIAL:
         return _newton_root(wk, g0, out, first, maxit, k)
     n = t.size
-    out[:] = g0
+    copy(g0, out)
     last = np.inf
     converged = False
     for it in range(maxit + 1):
@@ -193,7 +193,7 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
             solved = finite(wk.step)
         if converged:  # the polishing step, kept where it is finite
             if solved:
-                out[:] = wk.step
+                copy(wk.step, out)
             return True
         if not solved or it == maxit:
             return False
@@ -205,31 +205,31 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
         # a chord step leaves about its contraction (size / last) times itself
         polished = size <= k.polish * scale if full else size * size <= k.polish * scale * last
         last = size
-        out[:] = wk.step
+        copy(wk.step, out)
         converged = size <= k.tol * scale or resid / S <= k.residual_tol * scale
         if converged and polished:
             return True
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def slope(t: Tables, wk: Work, g: np.ndarray, dg: np.ndarray) -> bool:
     """dg/dw = -J^{-1} dF/dw at a solution g and the w of the last :func:`at`, into dg (implicit
     function theorem)."""
     if not (linearise(t, wk, g, True, True) < np.inf and solve(t, wk, True)):
         return False
-    dg[:] = wk.dg
+    copy(wk.dg, dg)
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def herglotz(t: Tables, g: np.ndarray, k: Tolerances) -> bool:
     """Im m <= herglotz (1 + |m|)."""
     m = g[t.output]
     return m.imag <= k.herglotz * (1.0 + abs(m))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def rounds_well(t: Tables, wk: Work, g: np.ndarray, limit: float) -> bool:
     """For the root of P, at the w of the last :func:`at`: the evaluation's backward error over the
     root's sensitivity, 10 eps S / (|P_m| |m|), is at most ``limit`` (large next to an atom, where P
@@ -240,7 +240,7 @@ def rounds_well(t: Tables, wk: Work, g: np.ndarray, limit: float) -> bool:
     return 10 * np.finfo(np.float64).eps * S <= limit * abs(Pm) * abs(g[0])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def predict(w0: complex, g0: np.ndarray, dg: np.ndarray, w1: complex, max_power: float, out: np.ndarray) -> None:
     """g at w1 from the tangent at w0 in log-log coordinates, componentwise: g0 (w1/w0)^p with
     p = w0 g'/g0 (the plain tangent where |p| > max_power or the power is not finite; g0 where

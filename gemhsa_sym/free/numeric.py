@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Protocol
 import mpmath
 import numpy as np
 import sympy as sp
+from scipy.sparse.csgraph import connected_components
 
 from . import flint_linalg
 from .kernel_tables import Tables, dyson_tables
@@ -246,6 +247,22 @@ class _Group:
         return M.reshape(len(g), *self.A.shape)
 
 
+def _blocks(A: np.ndarray, E: np.ndarray, C: np.ndarray, T: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """One sector's arrays as the blocks its matrix decouples into: the connected components of the
+    entries that A, E or some C_j can make nonzero (in either order), so that M is block diagonal
+    under one permutation of its rows and columns and M^{-1} too (docs/solving.md §3.4). Entries of T
+    between two blocks read zeros of M^{-1} and are dropped."""
+    pattern = _nonzero(A) | _nonzero(E) | _nonzero(C).any(axis=0)
+    count, labels = connected_components(pattern | pattern.T, directed=False)
+    if count == 1:
+        return [(A, E, C, T)]
+    blocks = []
+    for label in range(count):
+        idx = np.flatnonzero(labels == label)
+        blocks.append((A[np.ix_(idx, idx)], E[np.ix_(idx, idx)], C[:, idx[:, None], idx], T[:, idx[:, None], idx]))
+    return blocks
+
+
 @dataclass(frozen=True)
 class NumericSystem:
     """Arrays A, E, C, T per sector: M = A + w E + sum_j g_j C_j, g_j = sum T_j * M^{-1}."""
@@ -299,7 +316,9 @@ class NumericSystem:
     @classmethod
     def of(cls, A: list[np.ndarray], E: list[np.ndarray], C: list[np.ndarray], T: list[np.ndarray], output: int,
            backend: Backend) -> "NumericSystem":
-        """The system of the arrays A, E, C, T per sector (class docstring), its sectors grouped by size."""
+        """The system of the arrays A, E, C, T per sector (class docstring), each sector split into the
+        blocks it decouples into (:func:`_blocks`) and the blocks grouped by size."""
+        A, E, C, T = (list(arrays) for arrays in zip(*(block for s in range(len(A)) for block in _blocks(A[s], E[s], C[s], T[s]))))
         sizes = sorted({a.shape[-1] for a in A})
         groups = []
         for k in sizes:
