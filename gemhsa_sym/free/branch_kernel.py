@@ -86,7 +86,7 @@ def _move(t: Tables, wk: Work, pb: Path, base: complex, direction: complex, s_fr
     while top >= 0:
         there, depth = targets[top], depths[top]
         w1 = base + direction * there
-        predict(base + direction * here, g, dg, w1, k.max_power, start)
+        predict(base + direction * here, g, dg, w1, k.max_power, 0.0, start)
         at(t, w1, wk)
         if newton(t, wk, start, new, first_step * (offset(t) + largest(start)), 12, k, False) and herglotz(t, new, k):
             here = there
@@ -167,16 +167,16 @@ def _far(t: Tables, wk: Work, pb: Path, w0: complex, w1: complex, g: np.ndarray,
 
 
 @njit(cache=True, inline="always")
-def _march_start(x: float, hx: np.ndarray, hg: np.ndarray, hdg: np.ndarray, max_power: float, start: np.ndarray,
+def _march_start(x: float, hx: np.ndarray, hg: np.ndarray, hdg: np.ndarray, k: Tolerances, start: np.ndarray,
                  other: np.ndarray, cubic: np.ndarray) -> float:
     """The marched start at x from the last two verified real points (hx, hg, hdg)[0] and [1]: the
-    log-log tangent at the last, into start, and its error estimate, three times the error of start
+    log-log tangent at the last (the plain one where the step is below march_log times x0), into start, and its error estimate, three times the error of start
     that the distance to the tangent from the point before implies (each tangent's error about
     d^2 g''/2 at distance d; on a uniform grid, the distance itself). Into cubic: the cubic Hermite
     through both points and their slopes (error O(h^4) where g is smooth), where it lies within that
     estimate of start; start otherwise."""
-    predict(complex(hx[0]), hg[0], hdg[0], complex(x), max_power, start)
-    predict(complex(hx[1]), hg[1], hdg[1], complex(x), max_power, other)
+    predict(complex(hx[0]), hg[0], hdg[0], complex(x), k.max_power, k.march_log, start)
+    predict(complex(hx[1]), hg[1], hdg[1], complex(x), k.max_power, k.march_log, other)
     diff = distance(start, other)
     da, db = (x - hx[0]) ** 2, (x - hx[1]) ** 2
     err = 3.0 * diff * da / (db - da) if db > da else np.inf
@@ -262,7 +262,7 @@ def _follow(t: Tables, wk: Work, pb: Path, x: np.ndarray, y: np.ndarray, floor: 
     for j in range(N - 1, -1, -1):
         real = y[j] == 0
         if real and known >= 2:
-            err = _march_start(x[j], hx, hg, hdg, k.max_power, start, other, cubic)
+            err = _march_start(x[j], hx, hg, hdg, k, start, other, cubic)
             limit = k.trust * (1.0 + largest(start))
             # each step's estimate falls like its length squared: steps of half the limit
             ratio = 1.0 if err <= limit else math.sqrt(2.0 * err / limit)
@@ -272,7 +272,7 @@ def _follow(t: Tables, wk: Work, pb: Path, x: np.ndarray, y: np.ndarray, floor: 
             for i in range(1, steps + 1):
                 xi = x[j] if i == steps else base + (x[j] - base) * i / steps
                 if steps > 1:
-                    err = _march_start(xi, hx, hg, hdg, k.max_power, start, other, cubic)
+                    err = _march_start(xi, hx, hg, hdg, k, start, other, cubic)
                     limit = k.trust * (1.0 + largest(start))
                 good = err <= limit and _march_to(t, wk, xi, err, start, cubic, g, k)
                 if not good:

@@ -56,6 +56,10 @@ TRUST = 3e-3
 #: Most equal steps a marched grid step is divided into where its start's error estimate exceeds
 #: TRUST (each step's estimate falls like its length squared); beyond, the target descends.
 SUBSTEPS = 32
+#: A marched start is the log-log tangent only where the step is at least this fraction of x (near 0,
+#: where an atom's a/x and other powers of x dominate); below, the two tangents agree to second order
+#: and the plain one costs no complex exponential.
+MARCH_LOG = 1e-2
 #: Sorted targets per chunk followed on its own (:func:`chunks`): a chunk's two first points descend
 #: (about 0.1 ms each), a marched point costs about 7 us.
 CHUNK = 500
@@ -89,7 +93,7 @@ def follow_branch(system: NumericSystem | PolynomialSystem, w: np.ndarray, top: 
         return Branch(w=w, g=np.zeros((0, system.size), dtype=complex), ok=np.zeros(0, dtype=bool), output=system.output)
     order = np.argsort(w.real, kind="stable")
     k = Tolerances(tol, RESIDUAL_TOL, POLISH, CONTRACTION, NOISE, DESCENT_RATIO, FAST_RATIO, FAST_CHANGE, FIRST_STEP,
-                   FAR_STEP, MAX_POWER, MAX_SPLITS, EARLY_FLOOR, TRUST, HERGLOTZ, ROOT_ROUNDING, SUBSTEPS)
+                   FAR_STEP, MAX_POWER, MAX_SPLITS, EARLY_FLOOR, TRUST, HERGLOTZ, ROOT_ROUNDING, SUBSTEPS, MARCH_LOG)
     if start is None:
         middle = (w.real.min() + w.real.max()) / 2 + 1j * max(top, float(np.max(w.imag)))
         start = (middle, _far_start(system, middle, k))

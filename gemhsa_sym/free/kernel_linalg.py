@@ -54,7 +54,7 @@ def work(t: Tables) -> Work:
     na = t.active.size
     return Work(np.empty(A, dtype=np.complex128), np.empty(A, dtype=np.complex128), np.empty(A),
                  np.empty(flat, dtype=np.complex128), np.empty(flat, dtype=np.complex128), np.empty(flat, dtype=np.complex128),
-                 np.empty(n, dtype=np.complex128), np.zeros(n, dtype=np.complex128), np.empty(n * n, dtype=np.complex128),
+                 np.empty(n, dtype=np.complex128), np.zeros(n, dtype=np.complex128), np.zeros(n * n, dtype=np.complex128),
                  np.empty(n, dtype=np.complex128), np.empty(n, dtype=np.complex128), np.empty((k, 2 * k), dtype=np.complex128),
                  np.empty((na, na + 2), dtype=np.complex128), np.empty(na, dtype=np.int64))
 
@@ -108,12 +108,19 @@ def finite(g: np.ndarray) -> bool:
 
 @njit(cache=True, _nrt=False)
 def invert(M: np.ndarray, o: int, k: int, R: np.ndarray, a: np.ndarray) -> bool:
-    """R[o:o+k*k] = the inverse of the k x k block M[o:o+k*k] (Gauss-Jordan, partial pivoting);
-    False where it is singular."""
+    """R[o:o+k*k] = the inverse of the k x k block M[o:o+k*k] (1 x 1 and 2 x 2 in closed form, larger
+    blocks by Gauss-Jordan with partial pivoting); False where it is singular."""
     if k == 1:
         if M[o] == 0:
             return False
         R[o] = 1.0 / M[o]
+        return True
+    if k == 2:  # the adjugate over the determinant
+        det = M[o] * M[o + 3] - M[o + 1] * M[o + 2]
+        if det == 0:
+            return False
+        inv = 1.0 / det
+        R[o], R[o + 1], R[o + 2], R[o + 3] = M[o + 3] * inv, -M[o + 1] * inv, -M[o + 2] * inv, M[o] * inv
         return True
     for i in range(k):
         for j in range(k):
@@ -153,7 +160,7 @@ def _back(t: Tables, wk: Work, c: int, out: np.ndarray) -> None:
     a = wk.system
     for i in range(na - 1, -1, -1):
         acc = a[i, na + c]
-        for j in range(i + 1, na):
+        for j in range(max(i + 1, t.free), na):  # a leading row is zero up to the feedback columns
             acc -= a[i, j] * out[t.active[j]]
         out[t.active[i]] = acc * a[i, i]
     for q in range(t.passive.size):
@@ -167,8 +174,9 @@ def _back(t: Tables, wk: Work, c: int, out: np.ndarray) -> None:
 @njit(cache=True, _nrt=False)
 def solve(t: Tables, wk: Work, slope: bool) -> bool:
     """The Newton step J^{-1} F into wk.step and, with ``slope``, dg/dw = -J^{-1} dF/dw into wk.dg
-    (Gaussian elimination with partial pivoting on the active unknowns, its multipliers and row
-    exchanges kept for :func:`resolve`, then the passive ones); False where J is singular."""
+    (Gaussian elimination on the active unknowns in the order of the tables, the leading ``free``
+    ones without pivoting, their pivots exactly 1, the rest with partial pivoting; its multipliers and
+    row exchanges kept for :func:`resolve`, then the passive ones); False where J is singular."""
     n, na = t.size, t.active.size
     r = 2 if slope else 1
     if n == 1:
@@ -183,7 +191,14 @@ def solve(t: Tables, wk: Work, slope: bool) -> bool:
         for j in range(na):
             a[i, j] = wk.J[row * n + t.active[j]]
         a[i, na], a[i, na + 1] = wk.F[row], wk.Fw[row]
-    for col in range(na):
+    for col in range(t.free):  # pivots 1; row col is zero from col + 1 up to the feedback columns
+        wk.pivots[col] = col
+        for i in range(col + 1, na):
+            f = a[i, col]  # the multiplier, kept for chord steps
+            if f != 0:
+                for j in range(t.free, na + r):
+                    a[i, j] -= f * a[col, j]
+    for col in range(t.free, na):
         p = col
         best = abs2(a[col, col])
         for i in range(col + 1, na):

@@ -43,6 +43,7 @@ class Tolerances(NamedTuple):
     herglotz: float  # Im m <= herglotz (1 + |m|)
     rounding: float  # largest relative error of a root of P from rounding, 10 eps S / (|P_m| |m|)
     substeps: int  # most equal steps a marched grid step is divided into
+    march_log: float  # a marched start is the log-log tangent only where |x - x0| >= march_log |x0|
 
 
 
@@ -107,8 +108,9 @@ def linearise(t: Tables, wk: Work, g: np.ndarray, with_j: bool, with_w: bool) ->
         wk.F[i] = g[i]
     for q in range(t.t_unknown.size):
         wk.F[t.t_unknown[q]] -= t.t_value[q] * wk.R[t.t_entry[q]]
-    if with_j:
-        fill(wk.J, 0.0)
+    if with_j:  # J is zero but where a term lands (work() makes it so), and 1 on its diagonal
+        for q in range(t.j_target.size):
+            wk.J[t.j_target[q]] = 0.0
         for i in range(n):
             wk.J[i * n + i] = 1.0
         for q in range(t.j_left.size):
@@ -241,19 +243,22 @@ def rounds_well(t: Tables, wk: Work, g: np.ndarray, limit: float) -> bool:
 
 
 @njit(cache=True, _nrt=False)
-def predict(w0: complex, g0: np.ndarray, dg: np.ndarray, w1: complex, max_power: float, out: np.ndarray) -> None:
+def predict(w0: complex, g0: np.ndarray, dg: np.ndarray, w1: complex, max_power: float, min_log: float,
+            out: np.ndarray) -> None:
     """g at w1 from the tangent at w0 in log-log coordinates, componentwise: g0 (w1/w0)^p with
     p = w0 g'/g0 (the plain tangent where |p| > max_power or the power is not finite; g0 where
-    neither is finite), as :func:`.descent.predict`."""
-    log = np.log(w1 / w0) if w0 != 0 else complex(np.nan)
+    neither is finite), as :func:`.descent.predict`; the plain tangent for every component where the
+    step is below min_log |w0| (the two agree to second order in the step, and the plain one costs
+    no logarithm and no complex exponential)."""
+    power_law = w0 != 0 and not abs2(w1 - w0) < min_log * min_log * abs2(w0)
+    log = np.log(w1 / w0) if power_law else 0j
     for j in range(g0.size):
         line = g0[j] + dg[j] * (w1 - w0)
         value = line
-        if g0[j] != 0 and w0 != 0:
+        if power_law and g0[j] != 0:
             p = w0 * dg[j] / g0[j]
             if abs2(p) <= max_power * max_power:
                 power = g0[j] * np.exp(p * log)
                 if math.isfinite(power.real) and math.isfinite(power.imag):
                     value = power
         out[j] = value if (math.isfinite(value.real) and math.isfinite(value.imag)) else g0[j]
-
