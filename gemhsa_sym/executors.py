@@ -36,12 +36,16 @@ _JOIN = 5.0
 
 def _worker_start(threads: int) -> None:
     """Worker initializer: ignore SIGINT (the main process handles it), then unblock it;
-    at most ``threads`` BLAS threads for tasks that do not pin their own."""
+    at most ``threads`` BLAS threads for tasks that do not pin their own, and as many threads for
+    the continuation kernel's chunks."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     from threadpoolctl import threadpool_limits
 
+    from gemhsa_sym.free.continuation import set_threads
+
     threadpool_limits(threads, user_api="blas")
+    set_threads(threads)
 
 
 def _ready() -> None:
@@ -52,7 +56,7 @@ class LocalPool(ProcessPoolExecutor):
     """A process pool whose workers exist from construction, ignore SIGINT, and can be terminated.
 
     Workers are forked with SIGINT blocked (so that Ctrl-C while they start reaches only
-    the main process) and split the cores' BLAS threads between them.
+    the main process) and split the cores' BLAS threads, and the continuation kernel's, between them.
     """
 
     def __init__(self, workers: int) -> None:
