@@ -42,7 +42,7 @@ def _worker_start(threads: int) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     from threadpoolctl import threadpool_limits
 
-    from gemhsa_sym.free.continuation import set_threads
+    from gemhsa_sym.free.kernel_threads import set_threads
 
     threadpool_limits(threads, user_api="blas")
     set_threads(threads)

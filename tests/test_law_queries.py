@@ -8,6 +8,8 @@ bit-identical densities, CDFs, quantiles, edges and atoms.
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
 from collections.abc import Callable
 
 import numpy as np
@@ -16,6 +18,7 @@ import sympy as sp
 
 from gemhsa_sym.free import Dim, Gaussian, SpectralLaw, spectral_law
 from gemhsa_sym.free.continuation import CHUNK, MAX_CHUNKS, chunks
+from gemhsa_sym.free.kernel_threads import run_chunks, set_threads
 
 n, d, D, dv = Dim("n"), Dim("d"), Dim("D"), Dim("d_v")
 p, N1, N2 = Dim("p"), Dim("N1"), Dim("N2")
@@ -154,3 +157,37 @@ def test_a_coarse_uneven_grid_lands_on_the_values_of_points_solved_alone(name: s
     marched = law.density(x)
     alone = np.array([law.density(x[i : i + 1])[0] for i in range(x.size)])
     np.testing.assert_allclose(marched, alone, rtol=0, atol=1e-10 * np.max(marched))
+
+
+def test_run_chunks_keeps_the_order_and_raises_a_task_s_error() -> None:
+    """docs/solving.md §3.5: results in the order of the tasks, whoever took them; an error in one is
+    raised after the others finished; the number of threads is at least 1."""
+    assert run_chunks([functools.partial(pow, k, 2) for k in range(9)]) == [k * k for k in range(9)]
+
+    def boom() -> int:
+        raise ArithmeticError("chunk 3")
+
+    with pytest.raises(ArithmeticError, match="chunk 3"):
+        run_chunks([functools.partial(int, "1"), functools.partial(int, "2"), boom, functools.partial(int, "4")])
+    with pytest.raises(ValueError, match="threads"):
+        set_threads(0)
+
+
+def _density_in_a_child(law: SpectralLaw, x: np.ndarray, queue: multiprocessing.Queue) -> None:
+    queue.put(law.density(x))
+
+
+def test_a_forked_child_follows_long_grids_without_the_parent_s_helper_threads() -> None:
+    """After a fork the child forgets the parent's helper threads (which do not exist there) and makes
+    its own; its long grid gives the parent's answer."""
+    law = head_plus_noise()
+    x = np.linspace(0.05, 3.0, 4 * CHUNK)
+    here = law.density(x)  # the helpers exist in this process now
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_density_in_a_child, args=(law, x, queue))
+    child.start()
+    there = queue.get(timeout=120)
+    child.join(30)
+    assert child.exitcode == 0
+    np.testing.assert_array_equal(there, here)

@@ -20,8 +20,7 @@ atom at zero, contour masses near a hard edge) are followed in one path along th
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
+import functools
 
 import numpy as np
 
@@ -43,11 +42,12 @@ from .descent import (
     fixed_point_start,
 )
 from .kernel_newton import Tolerances
+from .kernel_threads import run_chunks
 from .numeric import DOUBLE, NumericSystem
 from .polynomial_system import PolynomialSystem
 from .results import ROOT_ROUNDING
 
-__all__ = ["CHUNK", "MAX_CHUNKS", "chunks", "follow_branch", "set_threads"]
+__all__ = ["CHUNK", "MAX_CHUNKS", "chunks", "follow_branch"]
 
 #: The last Newton solve onto a target below the floor is tried first from this multiple of it.
 EARLY_FLOOR = 1e9
@@ -64,8 +64,6 @@ MARCH_LOG = 1e-2
 #: (about 0.1 ms each), a marched point costs about 7 us.
 CHUNK = 500
 MAX_CHUNKS = 16
-#: The most threads one follow uses (:func:`set_threads`; None: the cores this process may use).
-_most_threads: int | None = None
 #: A Newton solve has also converged where |F|/S is below this (1 + |g|) (near a double root the
 #: step stagnates at about the square root of the working precision).
 RESIDUAL_TOL = 1e-14
@@ -103,28 +101,13 @@ def follow_branch(system: NumericSystem | PolynomialSystem, w: np.ndarray, top: 
     anchor = (complex(start[0]), np.ascontiguousarray(start[1], dtype=complex))
     pieces = np.array_split(np.arange(w.size), chunks(w.size))
 
-    def piece(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return follow(system.tables, x[idx], y[idx], low[idx], float(top), *anchor, k)
-
-    threads = min(len(pieces), _most_threads or len(os.sched_getaffinity(0)))
-    if threads > 1:  # the kernel releases the GIL
-        with ThreadPoolExecutor(threads) as pool:
-            results = list(pool.map(piece, pieces))
-    else:
-        results = [piece(idx) for idx in pieces]
+    tables = system.tables
+    results = run_chunks([functools.partial(follow, tables, x[idx], y[idx], low[idx], float(top), *anchor, k)
+                          for idx in pieces])  # the kernel releases the GIL
     g = np.empty((w.size, system.size), dtype=complex)
     ok = np.empty(w.size, dtype=bool)
     g[order], ok[order] = np.concatenate([r[0] for r in results]), np.concatenate([r[1] for r in results])
     return Branch(w=w, g=g, ok=ok, output=system.output)
-
-
-def set_threads(most: int | None) -> None:
-    """From now on, each follow in this process runs its chunks on at most ``most`` threads (None: as
-    many as the cores the process may use); the workers of a local process pool take their share of
-    the cores (:class:`gemhsa_sym.executors.LocalPool`). The answers do not depend on it: the chunks
-    do not."""
-    global _most_threads
-    _most_threads = most
 
 
 def chunks(targets: int) -> int:
