@@ -318,7 +318,8 @@ class NumericSystem:
            backend: Backend) -> "NumericSystem":
         """The system of the arrays A, E, C, T per sector (class docstring), each sector split into the
         blocks it decouples into (:func:`_blocks`) and the blocks grouped by size."""
-        A, E, C, T = (list(arrays) for arrays in zip(*(block for s in range(len(A)) for block in _blocks(A[s], E[s], C[s], T[s]))))
+        blocks = [block for s in range(len(A)) for block in _blocks(A[s], E[s], C[s], T[s])]
+        A, E, C, T = ([block[i] for block in blocks] for i in range(4))
         sizes = sorted({a.shape[-1] for a in A})
         groups = []
         for k in sizes:
