@@ -20,7 +20,6 @@ from typing import Any, ClassVar, Protocol
 import mpmath
 import numpy as np
 import sympy as sp
-from scipy.sparse.csgraph import connected_components
 
 from . import flint_linalg
 from .kernel_tables import Tables, dyson_tables
@@ -253,11 +252,14 @@ def _blocks(A: np.ndarray, E: np.ndarray, C: np.ndarray, T: np.ndarray) -> list[
     under one permutation of its rows and columns and M^{-1} too (docs/solving.md §3.4). Entries of T
     between two blocks read zeros of M^{-1} and are dropped."""
     pattern = _nonzero(A) | _nonzero(E) | _nonzero(C).any(axis=0)
-    count, labels = connected_components(pattern | pattern.T, directed=False)
-    if count == 1:
+    reach = (pattern | pattern.T | np.eye(len(A), dtype=bool)).astype(np.int64)
+    for _ in range(len(A).bit_length()):  # paths of every length up to k: the transitive closure
+        reach = np.minimum(reach @ reach, 1)
+    labels = reach.argmax(axis=1)  # each entry's block, named by its first entry
+    if np.all(labels == 0):
         return [(A, E, C, T)]
     blocks = []
-    for label in range(count):
+    for label in np.unique(labels):
         idx = np.flatnonzero(labels == label)
         blocks.append((A[np.ix_(idx, idx)], E[np.ix_(idx, idx)], C[:, idx[:, None], idx], T[:, idx[:, None], idx]))
     return blocks
