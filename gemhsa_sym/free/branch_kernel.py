@@ -11,7 +11,7 @@ the steps of docs/solving.md §3.5 compiled:
   a step split in two where it fails, lands on Im m > 0 or does not converge, then the last
   solve from EARLY times the floor and, failing that, from the floor;
 - **march** along a sorted real grid: each point starts from the log-log tangent at the last
-  verified point, its error estimated from the distance to the tangent from the point before
+  verified point (the plain tangent where the step is below march_log of x), its error estimated from the distance to the tangent from the point before
   that (each tangent's error is about d^2 g''/2 at distance d; the estimate is three times the
   error this implies, on a uniform grid the distance itself); it is tried where the estimate is
   at most TRUST (1 + |g|), the grid step divided into up to ``substeps`` equal steps where it is
@@ -29,8 +29,12 @@ caller's limit). Every tolerance comes from the caller (the driver owns them, as
 to 1 + |g| for the Dyson system, as in :func:`.descent.newton_solve`.
 
 The steps above Newton (moves, descent, far starts, the fixed point, the march start) are inlined
-into :func:`follow` instead of compiled on their own: LLVM optimises every callee again inside
-each caller, and this halves the first compile (about 30 s, then cached).
+into the body of :func:`follow` instead of compiled on their own: LLVM optimises every callee again
+inside each caller, and this halves the first compile (about 30 s, then cached). The body allocates
+nothing and is compiled without numba's reference counting, which had cost an atomic increment and
+decrement for every array read through the tables and buffers; :func:`follow` allocates the buffers
+(:class:`Path` and :class:`~.kernel_linalg.Work`) and releases the GIL, so that chunks of one grid
+run on threads (:mod:`.kernel_threads`).
 """
 
 from __future__ import annotations
@@ -170,11 +174,11 @@ def _far(t: Tables, wk: Work, pb: Path, w0: complex, w1: complex, g: np.ndarray,
 def _march_start(x: float, hx: np.ndarray, hg: np.ndarray, hdg: np.ndarray, k: Tolerances, start: np.ndarray,
                  other: np.ndarray, cubic: np.ndarray) -> float:
     """The marched start at x from the last two verified real points (hx, hg, hdg)[0] and [1]: the
-    log-log tangent at the last (the plain one where the step is below march_log times x0), into start, and its error estimate, three times the error of start
-    that the distance to the tangent from the point before implies (each tangent's error about
-    d^2 g''/2 at distance d; on a uniform grid, the distance itself). Into cubic: the cubic Hermite
-    through both points and their slopes (error O(h^4) where g is smooth), where it lies within that
-    estimate of start; start otherwise."""
+    log-log tangent at the last (the plain one where the step is below march_log times x0), into
+    start, and its error estimate, three times the error of start that the distance to the tangent
+    from the point before implies (each tangent's error about d^2 g''/2 at distance d; on a uniform
+    grid, the distance itself). Into cubic: the cubic Hermite through both points and their slopes
+    (error O(h^4) where g is smooth), where it lies within that estimate of start; start otherwise."""
     predict(complex(hx[0]), hg[0], hdg[0], complex(x), k.max_power, k.march_log, start)
     predict(complex(hx[1]), hg[1], hdg[1], complex(x), k.max_power, k.march_log, other)
     diff = distance(start, other)
