@@ -22,6 +22,7 @@ import numpy as np
 import sympy as sp
 
 from . import flint_linalg
+from .blocks import decoupled, nonzero_mask
 from .kernel_tables import Tables, dyson_tables
 from .system import DysonSystem
 
@@ -123,11 +124,6 @@ def _number(expr: sp.Expr, values: Mapping[sp.Symbol, object], backend: Backend)
     return mpmath.mpmathify(sp.N(e, mpmath.mp.dps + 5))
 
 
-def _nonzero(a: np.ndarray) -> np.ndarray:
-    """Where ``a`` (numbers or mpmath objects) is not zero."""
-    return np.vectorize(bool, otypes=[bool])(a) if a.dtype == object else a != 0
-
-
 @dataclass(frozen=True)
 class _Pairs:
     """The terms of J_ij = sum T_i[a,d] C_j[b,c] R[a,b] R[c,d] of the sectors of one size, stacked
@@ -145,8 +141,8 @@ class _Pairs:
     def _terms(C: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The terms of one sector: flat positions a*k+b and c*k+d in R, weights, targets i*m+j."""
         m, k = C.shape[0], C.shape[-1]
-        ti, ta, td = np.nonzero(_nonzero(T)) if T.size else (np.array([], int),) * 3
-        cj, cb, cc = np.nonzero(_nonzero(C)) if C.size else (np.array([], int),) * 3
+        ti, ta, td = np.nonzero(nonzero_mask(T)) if T.size else (np.array([], int),) * 3
+        cj, cb, cc = np.nonzero(nonzero_mask(C)) if C.size else (np.array([], int),) * 3
         return ((ta[:, None] * k + cb[None, :]).ravel(), (cc[None, :] * k + td[:, None]).ravel(),
                 (T[ti, ta, td][:, None] * C[cj, cb, cc][None, :]).ravel(), (ti[:, None] * m + cj[None, :]).ravel())
 
@@ -206,7 +202,7 @@ class _Used:
     @classmethod
     def of(cls, T: np.ndarray) -> "_Used":
         flat = _rows(T)
-        nonzero = _nonzero(flat)
+        nonzero = nonzero_mask(flat)
         rows, cols = np.flatnonzero(nonzero.any(axis=1)), np.flatnonzero(nonzero.any(axis=0))
         return cls(rows, cols, np.ascontiguousarray(flat[np.ix_(rows, cols)]))
 
@@ -244,25 +240,6 @@ class _Group:
         if self.C.rows.size:
             M[:, self.C.cols] += g[:, self.C.rows] @ self.C.block
         return M.reshape(len(g), *self.A.shape)
-
-
-def _blocks(A: np.ndarray, E: np.ndarray, C: np.ndarray, T: np.ndarray) -> list[tuple[np.ndarray, ...]]:
-    """One sector's arrays as the blocks its matrix decouples into: the connected components of the
-    entries that A, E or some C_j can make nonzero (in either order), so that M is block diagonal
-    under one permutation of its rows and columns and M^{-1} too (docs/solving.md §3.4). Entries of T
-    between two blocks read zeros of M^{-1} and are dropped."""
-    pattern = _nonzero(A) | _nonzero(E) | _nonzero(C).any(axis=0)
-    reach = (pattern | pattern.T | np.eye(len(A), dtype=bool)).astype(np.int64)
-    for _ in range(len(A).bit_length()):  # paths of every length up to k: the transitive closure
-        reach = np.minimum(reach @ reach, 1)
-    labels = reach.argmax(axis=1)  # each entry's block, named by its first entry
-    if np.all(labels == 0):
-        return [(A, E, C, T)]
-    blocks = []
-    for label in np.unique(labels):
-        idx = np.flatnonzero(labels == label)
-        blocks.append((A[np.ix_(idx, idx)], E[np.ix_(idx, idx)], C[:, idx[:, None], idx], T[:, idx[:, None], idx]))
-    return blocks
 
 
 @dataclass(frozen=True)
@@ -319,8 +296,8 @@ class NumericSystem:
     def of(cls, A: list[np.ndarray], E: list[np.ndarray], C: list[np.ndarray], T: list[np.ndarray], output: int,
            backend: Backend) -> "NumericSystem":
         """The system of the arrays A, E, C, T per sector (class docstring), each sector split into the
-        blocks it decouples into (:func:`_blocks`) and the blocks grouped by size."""
-        blocks = [block for s in range(len(A)) for block in _blocks(A[s], E[s], C[s], T[s])]
+        blocks it decouples into (:func:`.blocks.decoupled`) and the blocks grouped by size."""
+        blocks = [block for s in range(len(A)) for block in decoupled(A[s], E[s], C[s], T[s])]
         A, E, C, T = ([block[i] for block in blocks] for i in range(4))
         sizes = sorted({a.shape[-1] for a in A})
         groups = []
