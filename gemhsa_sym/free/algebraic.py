@@ -32,6 +32,7 @@ import sympy as sp
 from .bounded import run_bounded
 from .discriminant import discriminant_factors
 from .elimination import TIME_LIMIT, Elimination, M
+from .polynomial_edges import evaluated_terms
 from .polynomials import FlintBackend
 from .results import SUPPORT_THRESHOLD, Atom, Candidate, Edge, EdgeClassification
 from .system import W
@@ -94,14 +95,10 @@ class _Factors:
         work = 2 * dps + 20
         roots: list[mpmath.mpf] = []
         with flint.ctx.workdps(work):
-            at = [flint.arb(str(sp.N(values[s], work))) for s in self.symbolic]
-            for factor in self.factors:
+            for factor in self.factors:  # a factor of w and the symbols alone: its terms are (0, j, ...)
                 coeffs = [flint.arb(0)] * (self.backend.degrees(factor)[1] + 1)
-                for exps, c in self.backend.terms(factor):
-                    term = flint.arb(flint.fmpq(c.numerator, c.denominator))
-                    for v, e in zip(at, exps[2:]):
-                        term *= v**e
-                    coeffs[exps[1]] += term
+                for (_, j), c in evaluated_terms(self.backend.terms(factor), [values[s] for s in self.symbolic], work).items():
+                    coeffs[j] += c
                 roots += _real_roots(coeffs, work)
         with mpmath.workdps(dps):
             return sorted({+r for r in roots})

@@ -10,7 +10,7 @@ what ran before, so that the same question always gets the same answer:
 
 - values (``stieltjes``, ``density``, ``cdf``): ``"dyson"`` (default) or ``"polynomial"`` (the
   root of P; needs an elimination that finds it);
-- ``edges``: ``"fold"`` (default) or ``"discriminant"``; ``atoms``: ``"descent"`` (default) or
+- ``edges``: ``"fold"`` (default), ``"polynomial"`` (the folds refined on P) or ``"discriminant"``; ``atoms``: ``"descent"`` (default) or
   ``"polynomial"``.
 Every edge and atom records the method that found it.
 """
@@ -35,6 +35,7 @@ from .integrals import Band, Core, continuous_pieces
 from .matrices import Dim
 from .meanings import Meaning, meanings
 from .minimal import MinimalSystem, check_minimal, minimal_system
+from .polynomial_edges import polynomial_edges
 from .record import LawRecord, build_record
 from .results import WORK_DPS, Atom, Edge, EdgeClassification, check_dps
 from .sampling import sample_polynomial
@@ -45,7 +46,7 @@ from .system import DysonSystem, W
 
 __all__ = ["SpectralLaw", "spectral_law"]
 
-EdgeQuery = Literal["fold", "discriminant"]
+EdgeQuery = Literal["fold", "polynomial", "discriminant"]
 AtomQuery = Literal["descent", "polynomial"]
 
 
@@ -159,19 +160,28 @@ class SpectralLaw:
         edges = self.edges(dps=16)
         return [(float(lo.location), float(hi.location)) for lo, hi in zip(edges[::2], edges[1::2])]
 
-    def edges(self, dps: int = 30, method: EdgeQuery | None = None) -> list[Edge]:
+    def edges(self, dps: int = 30, method: EdgeQuery | None = None, time_limit: float = 20.0) -> list[Edge]:
         """Support edges in increasing order, lower and upper alternating, to ``dps`` digits (computed
-        with at least WORK_DPS): folds of the continuation (default) or ``method="discriminant"``."""
+        with at least WORK_DPS): folds of the continuation (default), the folds refined as solutions of
+        P = dP/dm = 0 (``method="polynomial"``, :func:`.polynomial_edges.polynomial_edges`) or the classified
+        real roots of the discriminant of P (``method="discriminant"``); ``time_limit`` bounds the elimination
+        of P and its discriminant (:meth:`algebraic`)."""
         dps = check_dps(dps)
-        method = _choose(method, "fold", ("fold", "discriminant"))
+        method = _choose(method, "fold", ("fold", "polynomial", "discriminant"))
         if method == "discriminant":
-            classified = self.algebraic_edges(dps)
+            classified = self.algebraic_edges(dps, time_limit)
             if classified is None:
-                reason = self.algebraic().reason or "its discriminant did not finish within the time limit"
+                reason = self.algebraic(time_limit).reason or "its discriminant did not finish within the time limit"
                 raise ValueError(f"method: no discriminant edges for this law ({reason})")
             return list(classified.edges)
         work = max(dps, WORK_DPS)
         found = self._cached(("edges", work), lambda: [] if self.zero else fold_edges(self._solvers["dyson"], self._scan(), work))
+        if method == "polynomial" and not self.zero:
+            elimination = self.algebraic(time_limit)
+            if elimination.polynomial is None:
+                raise ValueError(f"method: no polynomial edges for this law ({elimination.reason})")
+            found = self._cached(("polynomial edges", work, float(time_limit)), lambda: polynomial_edges(
+                found, self._solvers["dyson"].stieltjes, self.scale, elimination, work))
         return [dataclasses.replace(e, digits=min(e.digits, dps)) for e in found]
 
     # ---- integrals ---------------------------------------------------------------------
@@ -289,13 +299,20 @@ class SpectralLaw:
     # ---- record, export, samples -------------------------------------------------------
     def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0) -> LawRecord:
         """Everything derived (:class:`.record.LawRecord`): edges are the classified discriminant roots of P
-        when P exists, else the continuation's folds; atoms from P when it gives them, else by descent."""
+        when P exists, else the folds refined on P where its discriminant does not finish in time (or where
+        that refinement fails) the continuation's folds; atoms from P when it gives them, else by descent."""
         dps = check_dps(dps)
         elimination = self.algebraic(time_limit)
         classified = self.algebraic_edges(dps, time_limit) if elimination.polynomial is not None else None
+        edges: list[Edge] = []
+        if classified is None:
+            try:
+                edges = self.edges(dps, "polynomial" if elimination.polynomial is not None else "fold", time_limit)
+            except ValueError:
+                edges = self.edges(dps)
         exact_atoms = self.algebraic_atoms(time_limit) if elimination.polynomial is not None else None
         return build_record(self.derivation, self.moments(moments), self.moments(moments, symbolic=True), elimination,
-                            classified, [] if classified is not None else self.edges(dps),
+                            classified, edges,
                             exact_atoms if exact_atoms is not None else self.atoms(),
                             "polynomial" if exact_atoms is not None else "continuation", dps,
                             self.minimal(), self.meanings())

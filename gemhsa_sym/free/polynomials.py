@@ -37,8 +37,12 @@ class PolynomialBackend:
     def zero(self) -> Any: ...
 
     def from_sympy(self, expr: sp.Expr) -> Any:
-        """A SymPy polynomial with rational coefficients in ``gens``."""
-        poly = sp.Poly(sp.expand(expr), *self.gens, domain=sp.QQ)
+        """A SymPy polynomial with rational coefficients in ``gens`` (read as it stands where it is a sum of
+        monomials, as every P is: expanding P of 2000 terms again costs a second)."""
+        try:
+            poly = sp.Poly(expr, *self.gens, domain=sp.QQ, expand=False)
+        except sp.PolynomialError:
+            poly = sp.Poly(sp.expand(expr), *self.gens, domain=sp.QQ)
         return self.from_terms({m: Fraction(int(c.p), int(c.q)) for m, c in poly.terms()})
 
     def to_sympy(self, p: Any) -> sp.Expr:

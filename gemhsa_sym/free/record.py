@@ -189,7 +189,7 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
                  classified: EdgeClassification | None, fold: list[Edge], atoms: list[Atom], atom_method: str,
                  dps: int, minimal: MinimalSystem, meanings: Mapping[sp.Symbol, Meaning]) -> LawRecord:
     """The record of a law from its derivation and answers: exact moments at the values and symbolic,
-    the elimination, its classified discriminant edges (None: the continuation's ``fold`` edges), atoms,
+    the elimination, its classified discriminant edges (None: the ``fold`` edges, refined on P or not), atoms,
     and the minimal system with the meanings of its unknowns."""
     system, model = derivation.system, derivation.model
     model_terms = model.args if isinstance(model, MatAdd) else (model,)
@@ -225,7 +225,8 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         polynomial_info=PolynomialInfo(elimination.degree_m, elimination.degree_w, [str(v) for v in elimination.symbolic],
                                        {str(k): str(v) for k, v in elimination.substituted.items()}, elimination.backend,
                                        method=None if elimination.polynomial is None else elimination.method),
-        edge_method="discriminant" if classified is not None else "continuation",
+        edge_method="discriminant" if classified is not None else (
+            "polynomial" if fold and all(e.method == "polynomial" for e in fold) else "continuation"),
         edges=edges,
         edge_candidates=[] if classified is None else [{"location": mpmath.nstr(c.location, dps), "kind": c.kind}
                                                        for c in classified.candidates],

@@ -39,7 +39,7 @@ SCAN_POINTS = 1500
 PROBE_POINTS: tuple[complex, ...] = (0.37 + 0.61j, 1.13 + 0.29j, -0.71 + 0.47j, 0.52 + 0.11j)
 
 Side = Literal["lower", "upper"]
-EdgeMethod = Literal["fold", "bisection", "discriminant"]
+EdgeMethod = Literal["fold", "bisection", "discriminant", "polynomial"]
 AtomMethod = Literal["descent", "extrapolation", "polynomial", "exact"]
 
 
