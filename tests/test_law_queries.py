@@ -54,7 +54,8 @@ def answers(law: SpectralLaw) -> dict[str, object]:
 
 
 def everything_else(law: SpectralLaw) -> None:
-    """Queries that could leave state behind: P, its edges and atoms, the other value method, 50 digits."""
+    """Queries that could leave state behind: P, its edges (classified, or the folds refined on it) and atoms, the
+    other value method, 50 digits."""
     assert law.algebraic().polynomial is not None
     law.algebraic_edges(30)
     law.algebraic_atoms()
@@ -63,6 +64,7 @@ def everything_else(law: SpectralLaw) -> None:
     law.density(np.linspace(0.1, 1, 50), method="polynomial")
     law.cdf(np.linspace(0.1, 1, 5), method="polynomial")
     law.edges(dps=20, method="discriminant")
+    law.edges(dps=40, method="polynomial")
     law.numeric_moments(2)
 
 
