@@ -33,7 +33,7 @@ import sympy as sp
 from sympy.matrices.expressions import MatrixExpr
 
 from gemhsa_sym.free.grammar import parse_polynomial
-from gemhsa_sym.free.law import SpectralLaw
+from gemhsa_sym.free.law import RecordEdges, SpectralLaw
 from gemhsa_sym.free.matrices import Dim, Gaussian
 from gemhsa_sym.free.record import LawRecord
 from gemhsa_sym.free.sampling import draw_polynomial, sizes_at
@@ -199,6 +199,6 @@ class ModelLaw(SpectralLaw):
         self.source = model
         super().__init__(*model.parsed())
 
-    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0) -> LawRecord:
+    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant") -> LawRecord:
         """The law's record (:meth:`SpectralLaw.record`) named after the model."""
-        return dataclasses.replace(super().record(dps, moments, time_limit), name=self.source.name, summary=self.source.summary())
+        return dataclasses.replace(super().record(dps, moments, time_limit, edges), name=self.source.name, summary=self.source.summary())

@@ -8,12 +8,15 @@ preset, the classified real roots of the exact discriminant.
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import mpmath
 import pytest
 import sympy as sp
 from test_free_engine import PRODUCT_EDGES, REFERENCE, mp_law, product_law, reference_law
 
+from gemhsa_sym.cli import main
 from gemhsa_sym.derive import derive
 from gemhsa_sym.free.polynomial_edges import polynomial_edges
 from gemhsa_sym.presets import PRESETS
@@ -71,3 +74,22 @@ def test_mha_edges_refined_on_p_are_its_classified_discriminant_edges():
     assert [(e.side, e.hard) for e in refined] == [(e.side, e.hard) for e in classified.edges]
     with mpmath.workdps(40):
         assert all(abs(a.location - b.location) <= TOL * (1 + abs(b.location)) for a, b in zip(refined, classified.edges))
+
+
+def test_derive_with_polynomial_edges_skips_the_discriminant(capsys: pytest.CaptureFixture[str]):
+    """``derive --edges polynomial``: the record's edges are the folds refined on P (no candidates), the product
+    law's discriminant roots to 28 digits; the default classifies every real root."""
+    wishart = str(Path(__file__).resolve().parents[1] / "derivations" / "wishart-product.toml")
+    assert main(["derive", wishart, "--edges", "polynomial", "--json"]) == 0
+    refined = json.loads(capsys.readouterr().out)
+    assert refined["edge_method"] == "polynomial" and refined["edge_candidates"] == []
+    with mpmath.workdps(40):
+        assert all(abs(mpmath.mpf(e["location"]) - mpmath.mpf(want)) < TOL for e, want in zip(refined["edges"], PRODUCT_EDGES))
+    assert main(["derive", wishart, "--json"]) == 0
+    classified = json.loads(capsys.readouterr().out)
+    assert classified["edge_method"] == "discriminant" and len(classified["edge_candidates"]) == 4
+
+
+def test_a_record_refuses_an_unknown_edge_method():
+    with pytest.raises(ValueError, match="^edges: unknown method 'fold'"):
+        product_law().record(edges="fold")

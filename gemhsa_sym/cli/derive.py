@@ -47,7 +47,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="print the reduced Dyson system and P(m, w) in full instead of the short summary")
     parser.add_argument("--latex", metavar="FILE", help="write a standalone LaTeX document of the derivation")
     parser.add_argument("--time-limit", type=seconds, default=20.0, metavar="SECONDS",
-                        help="seconds allowed to each elimination attempt for P(m, w) (default 20, at most 3600)")
+                        help="seconds allowed to each elimination attempt for P(m, w) and to its discriminant "
+                             "(default 20, at most 3600)")
+    parser.add_argument("--edges", choices=("discriminant", "polynomial"), default="discriminant",
+                        help="where P(m, w) is found: 'discriminant' (default) classifies every real root of its "
+                             "discriminant (edges, cusps, gaps) where that finishes within the time limit, else "
+                             "refines the folds; 'polynomial' refines the continuation's folds as solutions of "
+                             "P = dP/dm = 0 by Newton's method only (milliseconds, but no cusp or edge the folds "
+                             "missed)")
     parser.set_defaults(run=run)
 
 
@@ -63,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     law = law_of(config)
     derived = time.perf_counter() - start
-    record = law.record(args.dps, time_limit=args.time_limit)
+    record = law.record(args.dps, time_limit=args.time_limit, edges=args.edges)
     report = record.to_json()
     report["timing"] = {"derive_s": derived, "total_s": time.perf_counter() - start}
     if points is not None:  # the root of P where it was found: one unknown instead of the Dyson system's

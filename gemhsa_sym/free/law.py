@@ -44,10 +44,11 @@ from .solver import BranchSolver, ValueMethod
 from .support import SupportScan, atom_at_zero, fold_edges, scan_support, top_of_support
 from .system import DysonSystem, W
 
-__all__ = ["SpectralLaw", "spectral_law"]
+__all__ = ["RecordEdges", "SpectralLaw", "spectral_law"]
 
 EdgeQuery = Literal["fold", "polynomial", "discriminant"]
 AtomQuery = Literal["descent", "polynomial"]
+RecordEdges = Literal["discriminant", "polynomial"]
 
 
 def _choose(method: str | None, default: str, allowed: tuple[str, ...], field: str = "method") -> str:
@@ -297,22 +298,25 @@ class SpectralLaw:
         return density_closed_form(self._solvers["dyson"].density, self.scale, elimination, x)
 
     # ---- record, export, samples -------------------------------------------------------
-    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0) -> LawRecord:
-        """Everything derived (:class:`.record.LawRecord`): edges are the classified discriminant roots of P
-        when P exists, else the folds refined on P where its discriminant does not finish in time (or where
-        that refinement fails) the continuation's folds; atoms from P when it gives them, else by descent."""
+    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant") -> LawRecord:
+        """Everything derived (:class:`.record.LawRecord`). Edges where P exists: with ``edges="discriminant"``
+        the classified discriminant roots of P, else (the discriminant does not finish within ``time_limit``, or
+        ``edges="polynomial"``) the folds refined on P; without P, or where that refinement fails, the
+        continuation's folds. Atoms from P when it gives them, else by descent."""
         dps = check_dps(dps)
+        _choose(edges, "discriminant", ("discriminant", "polynomial"), "edges")
         elimination = self.algebraic(time_limit)
-        classified = self.algebraic_edges(dps, time_limit) if elimination.polynomial is not None else None
-        edges: list[Edge] = []
+        classified = (self.algebraic_edges(dps, time_limit) if elimination.polynomial is not None and edges == "discriminant"
+                      else None)
+        found: list[Edge] = []
         if classified is None:
             try:
-                edges = self.edges(dps, "polynomial" if elimination.polynomial is not None else "fold", time_limit)
+                found = self.edges(dps, "polynomial" if elimination.polynomial is not None else "fold", time_limit)
             except ValueError:
-                edges = self.edges(dps)
+                found = self.edges(dps)
         exact_atoms = self.algebraic_atoms(time_limit) if elimination.polynomial is not None else None
         return build_record(self.derivation, self.moments(moments), self.moments(moments, symbolic=True), elimination,
-                            classified, edges,
+                            classified, found,
                             exact_atoms if exact_atoms is not None else self.atoms(),
                             "polynomial" if exact_atoms is not None else "continuation", dps,
                             self.minimal(), self.meanings())
