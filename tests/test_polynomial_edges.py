@@ -18,6 +18,7 @@ from test_free_engine import PRODUCT_EDGES, REFERENCE, mp_law, product_law, refe
 
 from gemhsa_sym.cli import main
 from gemhsa_sym.derive import derive
+from gemhsa_sym.free.document import document
 from gemhsa_sym.free.polynomial_edges import polynomial_edges
 from gemhsa_sym.presets import PRESETS
 
@@ -93,3 +94,9 @@ def test_derive_with_polynomial_edges_skips_the_discriminant(capsys: pytest.Capt
 def test_a_record_refuses_an_unknown_edge_method():
     with pytest.raises(ValueError, match="^edges: unknown method 'fold'"):
         product_law().record(edges="fold")
+
+
+def test_the_document_says_how_the_edges_were_found():
+    law = product_law()
+    assert "refined as a solution of $P = \\partial_m P = 0$" in document(law.record(edges="polynomial"))
+    assert "real root of the discriminant of $P$" in document(law.record())

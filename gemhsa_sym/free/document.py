@@ -17,6 +17,26 @@ _SPECIAL = {"\\": r"\textbackslash{}", "^": r"\^{}", "~": r"\~{}", "{": r"\{", "
             **{c: "\\" + c for c in "_&%#$"}}
 
 
+#: How the record's edges were found, in a sentence (docs/solving.md §3.3 and §3.7), by its ``edge_method``.
+EDGE_METHODS = {
+    "discriminant": r"Each edge is a real root of the discriminant of $P$ in $m$ (or of its leading coefficient), "
+                    r"classified by the density just left and right of it.",
+    "polynomial": r"Each edge is a fold of the continuation of the Dyson system, refined as a solution of "
+                  r"$P = \partial_m P = 0$ by Newton's method.",
+    "continuation": r"Each edge is a fold of the continuation of the Dyson system, refined in multiple precision.",
+}
+#: The same where the continuation left an edge unrefined (its ``refined`` is false in the record).
+UNREFINED = (r"Each edge is a fold of the continuation of the Dyson system, refined in multiple precision, or, where "
+             r"that failed, a sign change of the density found by bisection in double precision (about 12 digits).")
+
+
+def _edge_method(record: LawRecord) -> str:
+    """How the record's edges were found (:data:`EDGE_METHODS`)."""
+    if record.edge_method == "continuation" and not all(e.get("refined", True) for e in record.edges):
+        return UNREFINED
+    return EDGE_METHODS.get(record.edge_method, "")
+
+
 def escape(text: str) -> str:
     """``text`` as LaTeX text: every special character printed as itself."""
     return "".join(_SPECIAL.get(c, c) for c in text)
@@ -66,7 +86,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
     edges = record.edges
     if edges:
         rows = [rf"{e['side']}{' (hard)' if e.get('hard') else ''} & ${e['location']}$" for e in edges]
-        out += [r"\begin{tabular}{ll}", " \\\\\n".join(rows), r"\end{tabular}", ""]
+        out += [r"\begin{tabular}{ll}", " \\\\\n".join(rows), r"\end{tabular}", "", _edge_method(record), ""]
     else:
         out.append("No support edges were computed.")
     atoms = record.atoms
