@@ -50,6 +50,9 @@ def _table(elimination: Elimination, work: int) -> tuple[list[list[mpmath.mpf]],
     P = elimination.polynomial
     if P is None:
         raise ValueError(f"no polynomial: {elimination.reason}")
+    missing = [str(s) for s in elimination.symbolic if s not in elimination.values]
+    if missing:
+        raise ValueError(f"parameters: no value given for {', '.join(missing)}")
     backend = FlintBackend((M, W, *elimination.symbolic))
     terms = backend.terms(backend.from_sympy(P))
     top = max(e[0] for e, _ in terms)
