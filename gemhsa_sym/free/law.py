@@ -10,8 +10,8 @@ what ran before, so that the same question always gets the same answer:
 
 - values (``stieltjes``, ``density``, ``cdf``): ``"dyson"`` (default) or ``"polynomial"`` (the
   root of P; needs an elimination that finds it);
-- ``edges``: ``"fold"`` (default), ``"polynomial"`` (the folds refined on P) or ``"discriminant"``; ``atoms``: ``"descent"`` (default) or
-  ``"polynomial"``.
+- ``edges``: ``"fold"`` (default), ``"polynomial"`` (the folds refined on P) or ``"discriminant"``;
+  ``atoms``: ``"descent"`` (default) or ``"polynomial"``.
 Every edge and atom records the method that found it.
 """
 
@@ -304,9 +304,9 @@ class SpectralLaw:
         ``edges="polynomial"``) the folds refined on P; without P, or where that refinement fails, the
         continuation's folds. Atoms from P when it gives them, else by descent."""
         dps = check_dps(dps)
-        _choose(edges, "discriminant", ("discriminant", "polynomial"), "edges")
+        chosen = _choose(edges, "discriminant", ("discriminant", "polynomial"), "edges")
         elimination = self.algebraic(time_limit)
-        classified = (self.algebraic_edges(dps, time_limit) if elimination.polynomial is not None and edges == "discriminant"
+        classified = (self.algebraic_edges(dps, time_limit) if elimination.polynomial is not None and chosen == "discriminant"
                       else None)
         found: list[Edge] = []
         if classified is None:
