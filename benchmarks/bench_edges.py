@@ -85,5 +85,6 @@ def main() -> None:
         print(f"derive single-head --json: {derive_s:.2f} s (target: at most 10 s); one softmax draw at n = 2000: {draw_s:.2f} s; "
               f"ratio {derive_s / draw_s:.2f}")
 
+
 if __name__ == "__main__":
     main()
