@@ -263,6 +263,7 @@ def _follow(t: Tables, wk: Work, pb: Path, x: np.ndarray, y: np.ndarray, floor: 
     if not slope(t, wk, far_g, far_dg):
         return
     known = 0
+    marched = 0
     for j in range(N - 1, -1, -1):
         real = y[j] == 0
         if real and known >= 2:
@@ -278,6 +279,9 @@ def _follow(t: Tables, wk: Work, pb: Path, x: np.ndarray, y: np.ndarray, floor: 
                 if steps > 1:
                     err = _march_start(xi, hx, hg, hdg, k, start, other, cubic)
                     limit = k.trust * (1.0 + largest(start))
+                marched += 1
+                if marched % k.recheck == 0:  # this solve measures its K afresh
+                    wk.rate[0] = np.inf
                 good = err <= limit and _march_to(t, wk, xi, err, start, cubic, g, k)
                 if not good:
                     break
@@ -285,6 +289,7 @@ def _follow(t: Tables, wk: Work, pb: Path, x: np.ndarray, y: np.ndarray, floor: 
             if good:
                 _keep(G, ok, j, g, rounds_well(t, wk, g, k.rounding))
                 continue
+        wk.rate[0] = np.inf  # the march after a descent measures its K afresh
         height = max(top, y[j])
         copy(far_g, g)
         copy(far_dg, dg)

@@ -60,6 +60,11 @@ SUBSTEPS = 32
 #: where an atom's a/x and other powers of x dominate); below, the two tangents agree to second order
 #: and the plain one costs no complex exponential.
 MARCH_LOG = 1e-2
+#: A marched solve stops after its full Newton step where this many times the error that step leaves
+#: (K size^2, K measured by an earlier marched solve's second step) is below POLISH (1 + |g|) ...
+RATE_MARGIN = 10.0
+#: ... and takes its second step, measuring K afresh, at least once in this many marched points.
+RECHECK = 8
 #: Sorted targets per chunk followed on its own (:func:`chunks`): a chunk's two first points descend
 #: (about 60 us each), a marched point costs about 3 us.
 CHUNK = 500
@@ -93,7 +98,8 @@ def follow_branch(system: NumericSystem | PolynomialSystem, w: np.ndarray, top: 
         return Branch(w=w, g=np.zeros((0, system.size), dtype=complex), ok=np.zeros(0, dtype=bool), output=system.output)
     order = np.argsort(w.real, kind="stable")
     k = Tolerances(tol, RESIDUAL_TOL, POLISH, CONTRACTION, NOISE, DESCENT_RATIO, FAST_RATIO, FAST_CHANGE, FIRST_STEP,
-                   FAR_STEP, MAX_POWER, MAX_SPLITS, EARLY_FLOOR, TRUST, HERGLOTZ, ROOT_ROUNDING, SUBSTEPS, MARCH_LOG)
+                   FAR_STEP, MAX_POWER, MAX_SPLITS, EARLY_FLOOR, TRUST, HERGLOTZ, ROOT_ROUNDING, SUBSTEPS, MARCH_LOG,
+                   RATE_MARGIN, RECHECK)
     if start is None:
         middle = (w.real.min() + w.real.max()) / 2 + 1j * max(top, float(np.max(w.imag)))
         start = (middle, _far_start(system, middle, k))

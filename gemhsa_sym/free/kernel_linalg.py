@@ -24,7 +24,8 @@ class Work(NamedTuple):
     """Buffers of one follow: P's coefficients in m at the current w (c, cw, s), M = A + w E (M0),
     M and its inverse by sectors, F, dF/dw, J (flat), the Newton step and the slope dg/dw that solve
     J x = F and J x = -dF/dw, the elimination tableaux of M's blocks and of J's active part (which
-    keeps J's LU factors for chord steps), and the rows exchanged by that elimination."""
+    keeps J's LU factors for chord steps), the rows exchanged by that elimination, and the constant K
+    of quadratic convergence that the last chord solve measured (:func:`.kernel_newton.newton`)."""
 
     c: np.ndarray
     cw: np.ndarray
@@ -40,6 +41,7 @@ class Work(NamedTuple):
     inverse: np.ndarray
     system: np.ndarray
     pivots: np.ndarray
+    rate: np.ndarray
 
 
 @njit(cache=True)
@@ -56,7 +58,7 @@ def work(t: Tables) -> Work:
                  np.empty(flat, dtype=np.complex128), np.empty(flat, dtype=np.complex128), np.empty(flat, dtype=np.complex128),
                  np.empty(n, dtype=np.complex128), np.zeros(n, dtype=np.complex128), np.zeros(n * n, dtype=np.complex128),
                  np.empty(n, dtype=np.complex128), np.empty(n, dtype=np.complex128), np.empty((k, 2 * k), dtype=np.complex128),
-                 np.empty((na, na + 2), dtype=np.complex128), np.empty(na, dtype=np.int64))
+                 np.empty((na, na + 2), dtype=np.complex128), np.empty(na, dtype=np.int64), np.full(1, np.inf))
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -152,23 +154,38 @@ def invert(M: np.ndarray, o: int, k: int, R: np.ndarray, a: np.ndarray) -> bool:
 
 
 @njit(cache=True, _nrt=False)
-def _back(t: Tables, wk: Work, c: int, out: np.ndarray) -> None:
-    """Back substitution on the triangular tableau for its right-hand column na + c (F for c = 0,
-    dF/dw for c = 1), into out: the active unknowns, then the passive ones, whose columns of J are
-    the identity's."""
-    n, na = t.size, t.active.size
-    a = wk.system
+def _back(t: Tables, wk: Work, slope: bool) -> None:
+    """Back substitution on the triangular tableau for its right-hand column na (F) into wk.step and,
+    with ``slope``, for both columns na and na + 1 (dF/dw) in one pass, the second into wk.dg: the
+    active unknowns, then the passive ones, whose columns of J are the identity's (their rows read
+    at the terms of J alone, ``passive_entry``)."""
+    na = t.active.size
+    a, step, dg = wk.system, wk.step, wk.dg
     for i in range(na - 1, -1, -1):
-        acc = a[i, na + c]
+        acc = a[i, na]
+        acc_w = a[i, na + 1] if slope else 0j
         for j in range(max(i + 1, t.free), na):  # a leading row is zero up to the feedback columns
-            acc -= a[i, j] * out[t.active[j]]
-        out[t.active[i]] = acc * a[i, i]
+            u = a[i, j]
+            col = t.active[j]
+            acc -= u * step[col]
+            if slope:
+                acc_w -= u * dg[col]
+        step[t.active[i]] = acc * a[i, i]
+        if slope:
+            dg[t.active[i]] = acc_w * a[i, i]
     for q in range(t.passive.size):
         row = t.passive[q]
-        acc = wk.F[row] if c == 0 else wk.Fw[row]
-        for j in range(na):
-            acc -= wk.J[row * n + t.active[j]] * out[t.active[j]]
-        out[row] = acc
+        acc = wk.F[row]
+        acc_w = wk.Fw[row] if slope else 0j
+        for e in range(t.passive_start[q], t.passive_start[q + 1]):
+            u = wk.J[t.passive_entry[e]]
+            col = t.passive_column[e]
+            acc -= u * step[col]
+            if slope:
+                acc_w -= u * dg[col]
+        step[row] = acc
+        if slope:
+            dg[row] = acc_w
 
 
 @njit(cache=True, _nrt=False)
@@ -219,9 +236,8 @@ def solve(t: Tables, wk: Work, slope: bool) -> bool:
             if f != 0:
                 for j in range(col + 1, na + r):
                     a[i, j] -= f * a[col, j]
-    _back(t, wk, 0, wk.step)
+    _back(t, wk, slope)
     if slope:
-        _back(t, wk, 1, wk.dg)
         for j in range(n):
             wk.dg[j] = -wk.dg[j]
     return True
@@ -245,5 +261,7 @@ def resolve(t: Tables, wk: Work) -> None:
             a[col, na], a[p, na] = a[p, na], a[col, na]
     for col in range(na):
         for i in range(col + 1, na):
-            a[i, na] -= a[i, col] * a[col, na]
-    _back(t, wk, 0, wk.step)
+            f = a[i, col]
+            if f != 0:  # most multipliers of the leading columns are
+                a[i, na] -= f * a[col, na]
+    _back(t, wk, False)

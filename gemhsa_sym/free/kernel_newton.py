@@ -44,6 +44,8 @@ class Tolerances(NamedTuple):
     rounding: float  # largest relative error of a root of P from rounding, 10 eps S / (|P_m| |m|)
     substeps: int  # most equal steps a marched grid step is divided into
     march_log: float  # a marched start is the log-log tangent only where |x - x0| >= march_log |x0|
+    rate_margin: float  # a marched solve stops after its full step where this times its predicted error is below polish
+    recheck: int  # ... and takes its second step at least once in this many marched points
 
 
 
@@ -172,7 +174,10 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
     from the root). With ``chord`` (the Dyson system), J is linearised and factored at g0 alone and
     every later step reuses its factors (the chord method, docs/solving.md §3.5), each required to
     contract as the root of P's must, and the polishing step is skipped where the error a step leaves, its size times its
-    ratio to the step before, is below polish; wk.dg is then dg/dw at g0."""
+    ratio to the step before, is below polish; wk.dg is then dg/dw at g0. The first (full) step of a chord solve leaves
+    an error of about K size^2 (Newton's quadratic convergence); where wk.rate[0], a bound on K from an earlier solve,
+    puts rate_margin times that error below polish (1 + |g|), the solve stops after it; where a second step is taken,
+    wk.rate[0] becomes the K it measures, that step's size over the first's square (docs/solving.md §3.5)."""
     if t.kind == POLYNOMIAL:
         return _newton_root(wk, g0, out, first, maxit, k)
     n = t.size
@@ -193,6 +198,8 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
             for j in range(n):
                 wk.step[j] = out[j] - wk.step[j]
             solved = finite(wk.step)
+            if chord and it == 1:
+                wk.rate[0] = size / (last * last) if last > 0 else np.inf
         if converged:  # the polishing step, kept where it is finite
             if solved:
                 copy(wk.step, out)
@@ -204,6 +211,9 @@ def newton(t: Tables, wk: Work, g0: np.ndarray, out: np.ndarray, first: float, m
             return False
         if (t.relative or not full) and not (size <= k.contraction * last or size <= k.noise * scale):
             return False
+        if chord and it == 0 and k.rate_margin * wk.rate[0] * size * size <= k.polish * scale:
+            copy(wk.step, out)
+            return True
         # a chord step leaves about its contraction (size / last) times itself
         polished = size <= k.polish * scale if full else size * size <= k.polish * scale * last
         last = size

@@ -31,7 +31,9 @@ class Tables(NamedTuple):
     dF/dw[w_target] += w_value M^{-1}[w_left] M^{-1}[w_right] (docs/solving.md §3.1). ``active``: the
     unknowns that enter some M (the others' columns of J are those of the identity, so Newton solves
     for the active ones first), in the order of their elimination (:func:`elimination_order`), the
-    first ``free`` of which need no pivoting; ``passive`` the rest.
+    first ``free`` of which need no pivoting; ``passive`` the rest. Row q of the passive ones has terms
+    of J in the active columns ``passive_column[passive_start[q]:passive_start[q + 1]]``, at the flat
+    positions ``passive_entry`` of J (the back substitution reads these alone).
     """
 
     kind: int
@@ -62,6 +64,9 @@ class Tables(NamedTuple):
     active: np.ndarray
     passive: np.ndarray
     free: int
+    passive_start: np.ndarray
+    passive_column: np.ndarray
+    passive_entry: np.ndarray
 
 
 def _ints(values: object = ()) -> np.ndarray:
@@ -80,7 +85,7 @@ def polynomial_tables(C: np.ndarray) -> Tables:
     Cw[:, : B - 1] = C[:, 1:] * np.arange(1, B)
     none, empty = _ints(), _complexes()
     return Tables(POLYNOMIAL, 1, 0, True, C, Cw, np.abs(C), none, _ints([0]), empty, empty,
-                  none, none, empty, none, none, empty, none, none, empty, none, none, none, empty, none, _ints([0]), none, 0)
+                  none, none, empty, none, none, empty, none, none, empty, none, none, none, empty, none, _ints([0]), none, 0, _ints([0]), none, none)
 
 
 def dyson_tables(A: list[np.ndarray], E: list[np.ndarray], C: list[np.ndarray], T: list[np.ndarray], output: int,
@@ -108,9 +113,14 @@ def dyson_tables(A: list[np.ndarray], E: list[np.ndarray], C: list[np.ndarray], 
     active = np.isin(np.arange(n), c_terms[0])
     j_terms = pairs(jacobian)
     order, free = elimination_order(n, np.flatnonzero(active), j_terms[3])
+    passive = np.flatnonzero(~active)
+    rows, columns = np.divmod(np.unique(j_terms[3]), n)
+    terms = [columns[(rows == row) & active[columns]] for row in passive]
     return Tables(DYSON, n, int(output), False, none, none, np.zeros((0, 0)), sizes, offsets,
                   _complexes(np.concatenate([a.ravel() for a in A])), _complexes(np.concatenate([e.ravel() for e in E])),
-                  *c_terms, *entries(T), *j_terms, *pairs(slope), _ints(order), _ints(np.flatnonzero(~active)), free)
+                  *c_terms, *entries(T), *j_terms, *pairs(slope), _ints(order), _ints(passive), free,
+                  _ints(np.r_[0, np.cumsum([c.size for c in terms])]), _ints(np.concatenate([[], *terms])),
+                  _ints(np.concatenate([[], *(row * n + c for row, c in zip(passive, terms))])))
 
 
 def elimination_order(n: int, active: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, int]:
