@@ -107,7 +107,8 @@ class BranchSolver:
             if np.any(redo):  # where P fails or rounds badly, the Dyson system
                 again = follow_branch(self.dyson, target[redo], top=self.top, floor=floor[redo])
                 g[redo], ok[redo] = again.g[:, [again.output]], again.ok
-        return np.where(lower[:, None], g.conj(), g), ok
+        g[lower] = g[lower].conj()  # g is this call's own array
+        return g, ok
 
     def branch(self, w: np.ndarray, dyson: bool = False) -> np.ndarray:
         """:meth:`followed`, verified everywhere or BranchError."""
