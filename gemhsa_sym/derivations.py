@@ -11,7 +11,11 @@ by :func:`~gemhsa_sym.presets.read_input`.
 
 :func:`check` regenerates every record and compares it with the committed
 files: exact fields must be equal, numbers equal to their stated precision,
-and the committed document must be the document of the committed record.
+and the committed document must be the document of the committed record. Whether a
+record's edges are the classified roots of the discriminant or the folds refined on P
+depends on the time the discriminant took when it was written (the record says which, in
+``edge_method``), so a check finds them the same way: the discriminant with a time limit of
+:data:`CHECK_TIME_LIMIT` (for P too), or the refined folds without trying the discriminant.
 
 A causal configuration's record is that of :mod:`gemhsa_sym.causal_record` (its law has no moments
 and no P(m, w), and costs tens of minutes): ``--write`` computes the law (or reads it from a cache
@@ -61,6 +65,9 @@ DPS = 30
 #: Relative agreement asked of regenerated numbers: edges (to DPS digits) and other floats.
 EDGE_TOL = 10.0 ** (5 - DPS)
 FLOAT_TOL = 1e-9
+#: The time limit of a check's elimination (and discriminant) for a record whose committed edges come from
+#: P: the check finds them the same way on a slower machine too.
+CHECK_TIME_LIMIT = 600.0
 #: Keys whose values are floats computed numerically (compared to FLOAT_TOL, not exactly).
 _FLOAT_KEYS = {"float", "mass", "error"}
 #: The Monte Carlo of the verification records: token counts and draws per sample set (seed 0).
@@ -101,9 +108,17 @@ def records(folder: Path, only: Sequence[str] | None = None) -> Iterator[tuple[s
         yield name, paths[name]
 
 
-def _record(path: Path) -> LawRecord:
-    """The record of one named derivation, named after its file."""
-    return dataclasses.replace(load(path).record(DPS), name=path.stem)
+def _record(path: Path, edge_method: str | None = None) -> LawRecord:
+    """The record of one named derivation, named after its file; given the ``edge_method`` of its committed
+    record, with P and the edges found the same way (module docstring)."""
+    law = load(path)
+    if edge_method == "discriminant":
+        found = law.record(DPS, time_limit=CHECK_TIME_LIMIT)
+    elif edge_method == "polynomial":
+        found = law.record(DPS, time_limit=CHECK_TIME_LIMIT, edges="polynomial")
+    else:
+        found = law.record(DPS)
+    return dataclasses.replace(found, name=path.stem)
 
 
 def _dump(record: dict[str, Any]) -> str:
@@ -241,7 +256,7 @@ def check(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
                 continue
             made = causal_document(committed, verification(path))
         else:
-            _compare(name, "", committed, _record(path).to_json(), diffs)
+            _compare(name, "", committed, _record(path, committed.get("edge_method")).to_json(), diffs)
             made = document(record_from_json(committed), verification(path))
         if read_text(tex_path, "document") != made:
             diffs.append(Difference(name, "document", tex_path.name, "differs from the document of the committed record"))

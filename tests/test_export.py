@@ -7,6 +7,7 @@ reproduced by a fresh derivation (``derivations --check``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -149,6 +150,23 @@ def test_check_catches_a_changed_record(tmp_path: Path) -> None:
     record["edges"][1]["location"] = record["edges"][1]["location"][:-3] + "999"  # beyond 30 digits: tolerated
     (tmp_path / "marchenko-pastur.json").write_text(json.dumps(record, indent=2) + "\n")
     assert {d.where for d in check(tmp_path)} == {"moments[1].exact", "document"}
+
+
+def test_check_finds_the_edges_the_way_the_committed_record_did(tmp_path: Path) -> None:
+    """A record written with the folds refined on P (as where the discriminant ran out of time) is checked with
+    them, not against the discriminant's classification that the default would try first."""
+    for suffix in (".toml", ".verify.json"):
+        shutil.copy(LIBRARY / f"wishart-product{suffix}", tmp_path / f"wishart-product{suffix}")
+    path = tmp_path / "wishart-product.toml"
+    record = dataclasses.replace(load(path).record(30, edges="polynomial"), name="wishart-product")
+    assert record.edge_method == "polynomial" and not record.edge_candidates
+    assert json.loads((LIBRARY / "wishart-product.json").read_text())["edge_method"] == "discriminant"
+    (tmp_path / "wishart-product.json").write_text(json.dumps(record.to_json(), indent=2) + "\n")
+    (tmp_path / "wishart-product.tex").write_text(document(record, verification(path)))
+    assert check(tmp_path) == []
+    shutil.copy(LIBRARY / "wishart-product.json", tmp_path / "wishart-product.json")
+    shutil.copy(LIBRARY / "wishart-product.tex", tmp_path / "wishart-product.tex")
+    assert check(tmp_path) == []
 
 
 def test_derivations_check_quick(capsys: pytest.CaptureFixture[str]) -> None:
