@@ -7,6 +7,7 @@ for a preset's P.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import flint
@@ -14,7 +15,7 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.derive import derive
-from gemhsa_sym.free import W
+from gemhsa_sym.free import Dim, Gaussian, W, spectral_law
 from gemhsa_sym.free.algebraic import discriminant
 from gemhsa_sym.free.discriminant import discriminant_factors
 from gemhsa_sym.free.elimination import M
@@ -66,6 +67,15 @@ def test_factors_equal_sympy_discriminant(name):
 def test_a_repeated_factor_in_m_is_refused():
     with pytest.raises(ValueError, match="repeated factor"):
         discriminant_factors(sp.Poly(((m - a) ** 2 * (m + w)).expand(), m, w, a).as_dict())
+
+
+def test_a_discriminant_that_fails_says_why_not_that_it_ran_out_of_time():
+    """The child process's error reaches the caller (it was once reported as a time-out)."""
+    n, d = Dim("n"), Dim("d")
+    elimination = spectral_law(Gaussian("X", n, d), {n: 1, d: sp.Rational(1, 2)}).algebraic()
+    broken = dataclasses.replace(elimination, polynomial=sp.expand((M - W) ** 2 * (M + W)))
+    with pytest.raises(ValueError, match="discriminant of P failed: ValueError: .*repeated factor"):
+        discriminant(broken)
 
 
 def test_preset_factors_equal_flint_discriminant_of_all_variables():

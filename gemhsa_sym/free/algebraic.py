@@ -70,12 +70,15 @@ class _Factors:
     @classmethod
     def of(cls, elimination: Elimination, time_limit: float = TIME_LIMIT) -> _Factors | None:
         """The factors of ``elimination``'s P, or None when they take longer than ``time_limit`` seconds
-        (computed in a child process, :func:`.bounded.run_bounded`)."""
+        (computed in a child process, :func:`.bounded.run_bounded`); a ValueError with the child's error
+        where it failed otherwise."""
         P = elimination.polynomial
         if P is None:
             raise ValueError(f"no polynomial: {elimination.reason}")
         gens = (M, W, *elimination.symbolic)
         status, payload = run_bounded(_factor_terms, (P, gens), time_limit)
+        if status == "error":
+            raise ValueError(f"the discriminant of P failed: {payload}")
         if status != "ok":
             return None
         B = FlintBackend(gens)
@@ -152,7 +155,7 @@ def classify_edges(density: Density, scale: float, elimination: Elimination, dps
                    time_limit: float = TIME_LIMIT) -> EdgeClassification | None:
     """Classify the real discriminant roots by the physical ``density`` of a law of the given ``scale``
     (its norm bound: the unit of the thresholds; module docstring); None when the discriminant does
-    not finish within ``time_limit`` seconds."""
+    not finish within ``time_limit`` seconds, a ValueError with the reason where it fails."""
     factors = _Factors.of(elimination, time_limit)
     if factors is None:
         return None

@@ -268,7 +268,7 @@ class SpectralLaw:
     def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0) -> EdgeClassification | None:
         """Real roots of the discriminant of P classified by the physical branch (:func:`.algebraic.classify_edges`),
         to ``dps`` digits from at least WORK_DPS; None when there is no P or its discriminant does not finish
-        within ``time_limit`` seconds."""
+        within ``time_limit`` seconds, a ValueError with the reason where it fails."""
         dps = check_dps(dps)
         key = ("classified", max(dps, WORK_DPS), float(time_limit))
 
@@ -300,14 +300,18 @@ class SpectralLaw:
     # ---- record, export, samples -------------------------------------------------------
     def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant") -> LawRecord:
         """Everything derived (:class:`.record.LawRecord`). Edges where P exists: with ``edges="discriminant"``
-        the classified discriminant roots of P, else (the discriminant does not finish within ``time_limit``, or
-        ``edges="polynomial"``) the folds refined on P; without P, or where that refinement fails, the
+        the classified discriminant roots of P, else (the discriminant does not finish within ``time_limit`` or
+        fails, or ``edges="polynomial"``) the folds refined on P; without P, or where that refinement fails, the
         continuation's folds. Atoms from P when it gives them, else by descent."""
         dps = check_dps(dps)
         chosen = _choose(edges, "discriminant", ("discriminant", "polynomial"), "edges")
         elimination = self.algebraic(time_limit)
-        classified = (self.algebraic_edges(dps, time_limit) if elimination.polynomial is not None and chosen == "discriminant"
-                      else None)
+        classified = None
+        if elimination.polynomial is not None and chosen == "discriminant":
+            try:
+                classified = self.algebraic_edges(dps, time_limit)
+            except ValueError:  # the discriminant failed: the folds refined on P, as after a time-out
+                classified = None
         found: list[Edge] = []
         if classified is None:
             try:
