@@ -39,7 +39,7 @@ CASES = {
 }
 
 
-def agree(expected: np.ndarray, actual: np.ndarray) -> None:
+def assert_agree(expected: np.ndarray, actual: np.ndarray) -> None:
     """Equal to 1e-10, relative to the largest eigenvalue (zero eigenvalues are round-off of that size)."""
     np.testing.assert_allclose(actual, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
 
@@ -51,7 +51,7 @@ def test_torch_spectra_equal_numpy_spectra(name: str, model: str) -> None:
     numpy_draws = sample(config, N, draws=3, seed=3, model=model)
     torch_draws = sample(config, N, draws=3, seed=3, model=model, backend="torch")
     assert (torch_draws.backend, torch_draws.device) == ("torch", "cpu")
-    agree(numpy_draws.eigenvalues, torch_draws.eigenvalues)
+    assert_agree(numpy_draws.eigenvalues, torch_draws.eigenvalues)
     # the Monte Carlo floor: the same distance between two independent numpy sample sets
     floor = two_sample(numpy_draws.eigenvalues, sample(config, N, draws=3, seed=4, model=model).eigenvalues)["ks"]
     ks = two_sample(numpy_draws.eigenvalues, torch_draws.eigenvalues)["ks"]
@@ -69,7 +69,7 @@ def test_a_score_without_a_tensor_form_runs_on_the_host(monkeypatch: pytest.Monk
     score = scores.Score("test_sech", lambda s: 1 / __import__("sympy").cosh(s), lambda s: 1 / np.cosh(s))
     monkeypatch.setitem(scores.SCORES, score.name, score)
     config = PRESETS["gqa"].replace(score=score.name)
-    agree(sample(config, N, draws=2, seed=5).eigenvalues, sample(config, N, draws=2, seed=5, backend="torch").eigenvalues)
+    assert_agree(sample(config, N, draws=2, seed=5).eigenvalues, sample(config, N, draws=2, seed=5, backend="torch").eigenvalues)
 
 
 @pytest.mark.parametrize(("n", "d_out"), [(30, 12), (12, 30), (20, 20)])
@@ -77,7 +77,7 @@ def test_tensor_spectrum_is_the_spectrum(n: int, d_out: int) -> None:
     Y = np.random.default_rng(1).standard_normal((n, d_out)) + 3.0
     eigenvalues = torch_backend.tensor_spectrum(torch.from_numpy(Y))
     assert eigenvalues.shape == (d_out,) and np.all(np.diff(eigenvalues) >= 0)
-    agree(spectrum(Y), eigenvalues)
+    assert_agree(spectrum(Y), eigenvalues)
 
 
 def test_softmax_is_max_shifted() -> None:
@@ -165,7 +165,7 @@ def test_cli_refuses_cuda_without_a_device(command: list[str], capsys: pytest.Ca
 def test_cuda_spectra_equal_numpy_spectra() -> None:
     for model in ("softmax", "ge"):
         expected = sample(PRESETS["gqa"], 64, draws=2, seed=2, model=model).eigenvalues
-        agree(expected, sample(PRESETS["gqa"], 64, draws=2, seed=2, model=model, backend="torch", device="cuda").eigenvalues)
+        assert_agree(expected, sample(PRESETS["gqa"], 64, draws=2, seed=2, model=model, backend="torch", device="cuda").eigenvalues)
 
 
 # --- the command line ------------------------------------------------------------------------
@@ -191,7 +191,7 @@ def test_verification_passes_the_backend_through(monkeypatch: pytest.MonkeyPatch
     for name, group in draw_tasks(config, 40, 2, 1).items():
         for (fn, (numpy_task,)), (_, (torch_task,)) in zip(group, tasks[name], strict=True):
             assert (torch_task.backend, torch_task.device, numpy_task.backend) == ("torch", "cpu", "numpy")
-            agree(fn(numpy_task)[0], fn(torch_task)[0])
+            assert_agree(fn(numpy_task)[0], fn(torch_task)[0])
     runs = {}
     for backend in ("numpy", "torch"):
         assert main(["sweep", "mha", "--vary", "beta=1,2", "--n", "32", "--no-theory", "--json", "--backend", backend]) == 0
