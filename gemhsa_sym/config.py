@@ -136,23 +136,12 @@ class Config:
         if not isinstance(self.score, str):
             raise ValueError(f"score: expected a score name, got {self.score!r}")
         get_score(self.score)
-        for key, choices in (
-            ("normalisation", NORMALISATIONS),
-            ("kv", KV_MODES),
-            ("output", OUTPUT_MODES),
-        ):
+        for key, choices in (("normalisation", NORMALISATIONS), ("kv", KV_MODES), ("output", OUTPUT_MODES),
+                             ("target", TARGETS), ("tokens", TOKENS), ("mask", MASKS)):
             if getattr(self, key) not in choices:
-                raise ValueError(
-                    f"{key}: unknown option {getattr(self, key)!r}; choose one of {', '.join(choices)}"
-                )
+                raise ValueError(f"{key}: unknown option {getattr(self, key)!r}; choose one of {', '.join(choices)}")
         if self.name is not None and not isinstance(self.name, str):
             raise ValueError(f"name: expected a string, got {self.name!r}")
-        if self.target not in TARGETS:
-            raise ValueError(f"target: unknown option {self.target!r}; choose one of {', '.join(TARGETS)}")
-        if self.tokens not in TOKENS:
-            raise ValueError(f"tokens: unknown option {self.tokens!r}; choose one of {', '.join(TOKENS)}")
-        if self.mask not in MASKS:
-            raise ValueError(f"mask: unknown option {self.mask!r}; choose one of {', '.join(MASKS)}")
         if self.mask == "causal" and (self.target != "output" or self.normalisation != "row"):
             raise ValueError("mask: a causal layer normalises row i over its i keys; it needs target = 'output' and "
                              "normalisation = 'row'")
