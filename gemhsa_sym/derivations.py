@@ -15,7 +15,8 @@ and the committed document must be the document of the committed record. Whether
 record's edges are the classified roots of the discriminant or the folds refined on P
 depends on the time the discriminant took when it was written (the record says which, in
 ``edge_method``), so a check finds them the same way: the discriminant with a time limit of
-:data:`CHECK_TIME_LIMIT` (for P too), or the refined folds without trying the discriminant.
+:data:`CHECK_TIME_LIMIT`, or the refined folds without trying the discriminant. P itself is
+eliminated with the default time limit: which of its attempts finishes in time decides P.
 
 A causal configuration's record is that of :mod:`gemhsa_sym.causal_record` (its law has no moments
 and no P(m, w), and costs tens of minutes): ``--write`` computes the law (or reads it from a cache
@@ -65,8 +66,8 @@ DPS = 30
 #: Relative agreement asked of regenerated numbers: edges (to DPS digits) and other floats.
 EDGE_TOL = 10.0 ** (5 - DPS)
 FLOAT_TOL = 1e-9
-#: The time limit of a check's elimination (and discriminant) for a record whose committed edges come from
-#: P: the check finds them the same way on a slower machine too.
+#: The time limit of a check's discriminant for a record whose committed edges are the discriminant's:
+#: the check finds them the same way on a slower machine too.
 CHECK_TIME_LIMIT = 600.0
 #: Keys whose values are floats computed numerically (compared to FLOAT_TOL, not exactly).
 _FLOAT_KEYS = {"float", "mass", "error"}
@@ -110,12 +111,12 @@ def records(folder: Path, only: Sequence[str] | None = None) -> Iterator[tuple[s
 
 def _record(path: Path, edge_method: str | None = None) -> LawRecord:
     """The record of one named derivation, named after its file; given the ``edge_method`` of its committed
-    record, with P and the edges found the same way (module docstring)."""
+    record, with the edges found the same way (module docstring)."""
     law = load(path)
     if edge_method == "discriminant":
-        found = law.record(DPS, time_limit=CHECK_TIME_LIMIT)
+        found = law.record(DPS, discriminant_limit=CHECK_TIME_LIMIT)
     elif edge_method == "polynomial":
-        found = law.record(DPS, time_limit=CHECK_TIME_LIMIT, edges="polynomial")
+        found = law.record(DPS, edges="polynomial")
     else:
         found = law.record(DPS)
     return dataclasses.replace(found, name=path.stem)

@@ -35,10 +35,11 @@ class AttentionLaw(SpectralLaw):
                              f"(mu_1 = {sp.N(ge.coefficients.mu1, 3)}, sigma^2 = {sigma2}) is out of range: "
                              f"{str(exc).removeprefix('scale: ')}") from None
 
-    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant") -> AttentionRecord:
+    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant",
+               discriminant_limit: float | None = None) -> AttentionRecord:
         """The law's record (:class:`.free.record.AttentionRecord`) with the configuration and the
         Gaussian-equivalence coefficients."""
-        base = super().record(dps, moments, time_limit, edges)
+        base = super().record(dps, moments, time_limit, edges, discriminant_limit)
         c = self.coefficients
         scale = self.config.score_scale
         general = hermite_data(self.config.score, BETA * scale, self.config.normalisation)

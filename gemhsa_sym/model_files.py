@@ -199,6 +199,8 @@ class ModelLaw(SpectralLaw):
         self.source = model
         super().__init__(*model.parsed())
 
-    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant") -> LawRecord:
+    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant",
+               discriminant_limit: float | None = None) -> LawRecord:
         """The law's record (:meth:`SpectralLaw.record`) named after the model."""
-        return dataclasses.replace(super().record(dps, moments, time_limit, edges), name=self.source.name, summary=self.source.summary())
+        return dataclasses.replace(super().record(dps, moments, time_limit, edges, discriminant_limit), name=self.source.name,
+                                   summary=self.source.summary())

@@ -265,12 +265,15 @@ class SpectralLaw:
                 self._eliminations[key] = eliminate(self.system, self.values, solutions, key[0], backend)
         return self._eliminations[key]
 
-    def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0) -> EdgeClassification | None:
+    def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0,
+                        discriminant_limit: float | None = None) -> EdgeClassification | None:
         """Real roots of the discriminant of P classified by the physical branch (:func:`.algebraic.classify_edges`),
         to ``dps`` digits from at least WORK_DPS; None when there is no P or its discriminant does not finish
-        within ``time_limit`` seconds, a ValueError with the reason where it fails."""
+        within ``discriminant_limit`` seconds (default ``time_limit``, which bounds the elimination of P), a
+        ValueError with the reason where it fails."""
         dps = check_dps(dps)
-        key = ("classified", max(dps, WORK_DPS), float(time_limit))
+        limit = time_limit if discriminant_limit is None else discriminant_limit
+        key = ("classified", max(dps, WORK_DPS), float(time_limit), float(limit))
 
         def classify() -> EdgeClassification | None:
             elimination = self.algebraic(time_limit)
@@ -278,7 +281,7 @@ class SpectralLaw:
                 return EdgeClassification((), (), (), (), sp.Integer(1))
             if elimination.polynomial is None:
                 return None
-            return classify_edges(self._solvers["dyson"].density, self.scale, elimination, key[1], time_limit)
+            return classify_edges(self._solvers["dyson"].density, self.scale, elimination, key[1], limit)
 
         found = self._cached(key, classify)
         return None if found is None else dataclasses.replace(
@@ -298,18 +301,20 @@ class SpectralLaw:
         return density_closed_form(self._solvers["dyson"].density, self.scale, elimination, x)
 
     # ---- record, export, samples -------------------------------------------------------
-    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant") -> LawRecord:
+    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant",
+               discriminant_limit: float | None = None) -> LawRecord:
         """Everything derived (:class:`.record.LawRecord`). Edges where P exists: with ``edges="discriminant"``
-        the classified discriminant roots of P, else (the discriminant does not finish within ``time_limit`` or
-        fails, or ``edges="polynomial"``) the folds refined on P; without P, or where that refinement fails, the
-        continuation's folds. Atoms from P when it gives them, else by descent."""
+        the classified discriminant roots of P, else (the discriminant does not finish within ``discriminant_limit``,
+        default ``time_limit``, or fails, or ``edges="polynomial"``) the folds refined on P; without P, or where that
+        refinement fails, the continuation's folds. Atoms from P when it gives them, else by descent.
+        ``time_limit`` bounds each attempt of the elimination of P (:meth:`algebraic`)."""
         dps = check_dps(dps)
         chosen = _choose(edges, "discriminant", ("discriminant", "polynomial"), "edges")
         elimination = self.algebraic(time_limit)
         classified = None
         if elimination.polynomial is not None and chosen == "discriminant":
             try:
-                classified = self.algebraic_edges(dps, time_limit)
+                classified = self.algebraic_edges(dps, time_limit, discriminant_limit)
             except ValueError:  # the discriminant failed: the folds refined on P, as after a time-out
                 classified = None
         found: list[Edge] = []
