@@ -66,7 +66,7 @@ RATE_MARGIN = 10.0
 #: ... and takes its second step, measuring K afresh, at least once in this many marched points.
 RECHECK = 8
 #: Sorted targets per chunk followed on its own (:func:`chunks`): a chunk's two first points descend
-#: (about 60 us each), a marched point costs about 3 us.
+#: (70 to 150 us each), a marched point costs about 2 us.
 CHUNK = 500
 MAX_CHUNKS = 16
 #: A Newton solve has also converged where |F|/S is below this (1 + |g|) (near a double root the
