@@ -262,6 +262,6 @@ def resolve(t: Tables, wk: Work) -> None:
     for col in range(na):
         for i in range(col + 1, na):
             f = a[i, col]
-            if f != 0:  # most multipliers of the leading columns are
+            if f != 0:  # most multipliers of the leading columns are zero
                 a[i, na] -= f * a[col, na]
     _back(t, wk, False)
