@@ -315,8 +315,8 @@ class SpectralLaw:
         if elimination.polynomial is not None and chosen == "discriminant":
             try:
                 classified = self.algebraic_edges(dps, time_limit, discriminant_limit)
-            except ValueError:  # the discriminant failed: the folds refined on P, as after a time-out
-                classified = None
+            except ValueError:  # the discriminant failed: classified stays None, the folds refined on P follow
+                pass
         found: list[Edge] = []
         if classified is None:
             try:
