@@ -24,9 +24,10 @@ import numpy as np
 import sympy as sp
 from distributed import Client, LocalCluster
 
-from gemhsa_sym.executors import open_executor
-from gemhsa_sym.free import Dim, Gaussian, spectral_law
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.laws.spectral import spectral_law
+from gemhsa_sym.layer.presets import PRESETS
+from gemhsa_sym.sampling.executors import open_executor
 from gemhsa_sym.verification.sweep import parse_vary, sweep
 
 

@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from gemhsa_sym.derive import derive
-from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS, PRESETS
-from gemhsa_sym.sampler import sample
+from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
+from gemhsa_sym.sampling.sampler import sample
 
 T = TypeVar("T")
 

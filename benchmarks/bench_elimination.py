@@ -2,7 +2,7 @@
 
 Y = (X W1 X^T + Z/2) X W2 with n : d : d_v = 1 : 1/2 : 1/4 (docs/reference-values.md §9.2;
 P has degree 12 in m and 9 in w). The same resultant elimination
-(:func:`gemhsa_sym.free.elimination.eliminate`) runs with python-flint's ``fmpq_mpoly``
+(:func:`gemhsa_sym.free.algebraic.elimination.eliminate`) runs with python-flint's ``fmpq_mpoly``
 and with SymPy's ``resultant``/``factor_list``, each in a child process stopped at
 ``--limit`` seconds; the physical solutions that choose the factors are computed once
 beforehand. Prints both times and their ratio (SymPy / flint;
@@ -17,8 +17,9 @@ import argparse
 
 import sympy as sp
 
-from gemhsa_sym.free import Dim, Gaussian, spectral_law
-from gemhsa_sym.free.elimination import available_backends, eliminate
+from gemhsa_sym.free.algebraic.elimination import available_backends, eliminate
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.laws.spectral import spectral_law
 
 R = sp.Rational
 

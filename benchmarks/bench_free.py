@@ -36,7 +36,8 @@ import numpy as np
 import sympy as sp
 from timing import best_times
 
-from gemhsa_sym.free import Dim, Gaussian, spectral_law
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.laws.spectral import spectral_law
 
 R = sp.Rational
 

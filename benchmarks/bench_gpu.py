@@ -22,9 +22,9 @@ import numpy as np
 import torch
 from timing import best_times
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.presets import PRESETS
-from gemhsa_sym.sampler import DRAW_THREADS, DrawTask, check_draws, sample
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.presets import PRESETS
+from gemhsa_sym.sampling.sampler import DRAW_THREADS, DrawTask, check_draws, sample
 
 CUDA_SIZES = [2000, 4096, 8192, 16384]
 CPU_SIZES = [2000, 4096]

@@ -1,6 +1,6 @@
 """Time P(m, w) guessed from the modular series against the resultants, per preset.
 
-For each preset, the series guess (:func:`gemhsa_sym.free.guessing.guess_polynomial`, parameters
+For each preset, the series guess (:func:`gemhsa_sym.free.algebraic.guessing.guess_polynomial`, parameters
 symbolic) and ``law.algebraic(time_limit=--limit)`` (the resultants first, the guess after them
 when they do not finish) run in the same process; the ratio guess / resultants is printed where
 the resultants finish, and the degrees of P and its number of terms everywhere
@@ -15,9 +15,9 @@ import argparse
 import json
 import time
 
-from gemhsa_sym.derive import derive
-from gemhsa_sym.free.guessing import guess_polynomial
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.free.algebraic.guessing import guess_polynomial
+from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.layer.presets import PRESETS
 
 
 def main() -> None:

@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.derive import derive
+from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.layer.config import Config
 
 
 def task(heads: int, grid: np.ndarray) -> tuple[float, int]:

@@ -21,8 +21,8 @@ from functools import partial
 
 from timing import best_times
 
-from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS, PRESETS
-from gemhsa_sym.sampler import drawn_config, sample
+from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
+from gemhsa_sym.sampling.sampler import drawn_config, sample
 from gemhsa_sym.verification.claims import SAMPLE_HEADS
 from gemhsa_sym.verification.theory import theory_task
 

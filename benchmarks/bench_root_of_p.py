@@ -19,8 +19,8 @@ import time
 import numpy as np
 from timing import best_times
 
-from gemhsa_sym.derive import derive
-from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS, PRESETS
+from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
 
 
 def main() -> None:

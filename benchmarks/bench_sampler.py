@@ -20,8 +20,8 @@ from functools import partial
 import numpy as np
 from timing import best_times
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.sampler import sample
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.sampling.sampler import sample
 
 
 def baseline(n: int, heads: int, seed: int) -> np.ndarray:

@@ -3,14 +3,14 @@ baseline from the same run.
 
 Task: m(w) of the single causal softmax head (beta = 1, unit ratios) at the first level's nodes, at
 ``--points`` points of a log grid from 1e-4 to 1e4 at Im w = 1e-4 x (the points a distribution
-function needs), by :func:`~gemhsa_sym.free.two_point_solver.solve` (Anderson-mixed iterates, a shrinking
+function needs), by :func:`~gemhsa_sym.free.positions.two_point_solver.solve` (Anderson-mixed iterates, a shrinking
 batch). Baseline: the same descent from above with plain damped steps (half steps, the whole batch
 until every point has converged), through the same :meth:`TwoPointSystem.step`. Printed: seconds,
 point-steps, the ratio of the times and the largest relative difference of m.
 
 Second task, one step's key side at the last level's size (K = 72 intervals, the single head's 73
 key variables, two columns written per interval as its pencil's masks write them, every entry
-read with every last interval): :class:`~gemhsa_sym.free.key_side.KeySide` (the Woodbury chain)
+read with every last interval): :class:`~gemhsa_sym.free.positions.key_side.KeySide` (the Woodbury chain)
 against the baseline of inverting every interval's block (one batched numpy inverse) and summing
 the intervals under each read's mask. Printed: milliseconds per point, their ratio, the largest
 relative difference.
@@ -31,13 +31,13 @@ import time
 
 import numpy as np
 
-from gemhsa_sym.causal import causal_model
-from gemhsa_sym.config import Config
-from gemhsa_sym.free.key_side import KeySide
-from gemhsa_sym.free.masked_pencil import heads_pencil
-from gemhsa_sym.free.profiles import Quadrature
-from gemhsa_sym.free.two_point import TwoPointState, TwoPointSystem
-from gemhsa_sym.free.two_point_solver import DESCENT, solve
+from gemhsa_sym.free.positions.key_side import KeySide
+from gemhsa_sym.free.positions.masked_pencil import heads_pencil
+from gemhsa_sym.free.positions.profiles import Quadrature
+from gemhsa_sym.free.positions.two_point import TwoPointState, TwoPointSystem
+from gemhsa_sym.free.positions.two_point_solver import DESCENT, solve
+from gemhsa_sym.laws.causal import causal_model
+from gemhsa_sym.layer.config import Config
 
 
 def plain(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9) -> tuple[np.ndarray, int]:

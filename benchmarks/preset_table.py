@@ -20,10 +20,10 @@ import time
 
 from scipy import stats
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.derive import derive
-from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS, PRESETS
-from gemhsa_sym.sampler import drawn_config, sample
+from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
+from gemhsa_sym.sampling.sampler import drawn_config, sample
 from gemhsa_sym.verification.claims import SAMPLE_HEADS
 
 #: (preset, beta) rows of the table.

@@ -1,7 +1,7 @@
 """Memory: what this machine has available, and refusing work that would not fit (docs/conventions.md §6.8).
 
 A draw's memory is estimated from its sizes before anything is allocated
-(:func:`gemhsa_sym.sampler.draw_bytes`); :func:`check_memory` refuses it with the
+(:func:`gemhsa_sym.sampling.sampler.draw_bytes`); :func:`check_memory` refuses it with the
 estimate and the available memory (this machine's, or a device's free memory),
 instead of letting the machine swap or the process be killed.
 """

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import sympy as sp
 from sympy import Rational as R
 
-from gemhsa_sym.free import Dim, Gaussian, SpectralLaw, spectral_law
-from gemhsa_sym.free.matrices import dims_of
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, dims_of
+from gemhsa_sym.laws.spectral import SpectralLaw, spectral_law
 
 a_, b_, c_ = Dim("a"), Dim("b"), Dim("c")
 XA, WB, VB, ZB, ZA, W2B = (

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gemhsa_sym.causal import causal_model, causal_report
 from gemhsa_sym.cli import main
-from gemhsa_sym.config import Config
-from gemhsa_sym.free.profiled_law import ProfiledValues, stieltjes
-from gemhsa_sym.model import gaussian_equivalent
-from gemhsa_sym.sampler import sample
+from gemhsa_sym.free.positions.profiled_law import ProfiledValues, stieltjes
+from gemhsa_sym.laws.causal import causal_model, causal_report
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.equivalent import gaussian_equivalent
+from gemhsa_sym.sampling.sampler import sample
 
 SQUARE = Config(mask="causal", score="square")
 POINTS = np.array([0.2 + 0.5j, 1 + 1j, 5 + 2j, 20 + 5j])
@@ -130,7 +130,7 @@ def test_ks_to_a_law_on_a_grid_and_hills_estimator_on_pareto_samples() -> None:
     grid covers the sample, and Hill's estimator recovers the exponent of a Pareto tail."""
     from scipy import stats
 
-    from gemhsa_sym.free.profiled_law import Distribution
+    from gemhsa_sym.free.positions.profiled_law import Distribution
     from gemhsa_sym.verification.causal import hill, ks_to_law
 
     x = np.geomspace(1.0, 1e8, 4000)
@@ -165,8 +165,8 @@ def test_verify_of_a_causal_layer_prints_quantiles_and_tails(tmp_path: pytest.Te
 
 def test_the_tail_exponent_is_withheld_where_the_discretisation_cuts_the_tail() -> None:
     """The square score's profiled law gives its exponent; softmax's masked scores give none, with the reason."""
-    from gemhsa_sym.causal import UNRESOLVED_TAIL, causal_tail
-    from gemhsa_sym.free.profiled_law import Distribution
+    from gemhsa_sym.free.positions.profiled_law import Distribution
+    from gemhsa_sym.laws.causal import UNRESOLVED_TAIL, causal_tail
 
     x = np.geomspace(1.0, 1e4, 40)
     pareto = Distribution(x, 1 - 1 / x, x**-2.0, 0.0, 0, 0)

@@ -19,12 +19,12 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.config import Config
-from gemhsa_sym.derivations import verification
-from gemhsa_sym.free.document import document as build_document
-from gemhsa_sym.free.record import record_from_json
-from gemhsa_sym.model_files import PolynomialModel
-from gemhsa_sym.presets import load_input, read_input
+from gemhsa_sym.export.document import document as build_document
+from gemhsa_sym.export.record import record_from_json
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
+from gemhsa_sym.layer.presets import load_input, read_input
+from gemhsa_sym.library import verification
 from gemhsa_sym.verification.compare import verify
 
 LIBRARY = Path(__file__).resolve().parent.parent / "derivations"

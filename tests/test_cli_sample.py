@@ -9,9 +9,9 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.config import Config
-from gemhsa_sym.presets import PRESETS
-from gemhsa_sym.sampler import SampleResult, sample
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.presets import PRESETS
+from gemhsa_sym.sampling.sampler import SampleResult, sample
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
@@ -113,11 +113,11 @@ def test_backend_options_are_checked(command: str, options: list[str], message: 
 def test_torch_backend_without_torch(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     import sys
 
-    import gemhsa_sym
+    import gemhsa_sym.sampling
 
     monkeypatch.setitem(sys.modules, "torch", None)  # ``import torch`` fails as where it is not installed
-    monkeypatch.delitem(sys.modules, "gemhsa_sym.torch_backend", raising=False)
-    monkeypatch.delattr(gemhsa_sym, "torch_backend", raising=False)
+    monkeypatch.delitem(sys.modules, "gemhsa_sym.sampling.torch_backend", raising=False)
+    monkeypatch.delattr(gemhsa_sym.sampling, "torch_backend", raising=False)
     for command in COMMANDS.values():
         assert main([*command, "--backend", "torch"]) == 2
         err = capsys.readouterr().err.splitlines()

@@ -16,8 +16,8 @@ import pytest
 from verification_helpers import mp_law, mp_theory, store_stand_in
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.presets import PRESETS
-from gemhsa_sym.sampler import sample
+from gemhsa_sym.layer.presets import PRESETS
+from gemhsa_sym.sampling.sampler import sample
 from gemhsa_sym.verification.claims import ClaimsResult, laws_equal, render_markdown
 from gemhsa_sym.verification.compare import compare
 from gemhsa_sym.verification.sweep import parse_vary, sweep, vary_config
@@ -100,7 +100,7 @@ def test_sweep_parsing_and_heads() -> None:
 
 def test_sweep_is_the_same_serially_in_processes_and_on_dask() -> None:
     distributed = pytest.importorskip("distributed")
-    from gemhsa_sym.executors import open_executor
+    from gemhsa_sym.sampling.executors import open_executor
 
     vary = [("beta", ["0.5", "1"]), ("heads", ["1", "2"])]
     args = dict(n=48, draws=2, seed=7, theory=False)
@@ -131,7 +131,8 @@ def test_sweep_command_with_theory_and_plot(tmp_path: Path, capsys, theory) -> N
 
 
 def test_claims_verdicts_are_computed(theory) -> None:
-    from gemhsa_sym.free import Dim, Gaussian, spectral_law
+    from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+    from gemhsa_sym.laws.spectral import spectral_law
     from gemhsa_sym.verification.theory import theory_of
 
     n, D = Dim("n"), Dim("D")

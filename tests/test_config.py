@@ -1,4 +1,4 @@
-"""Tests of gemhsa_sym.config: validation, canonical forms, round trips, presets."""
+"""Tests of gemhsa_sym.layer.config: validation, canonical forms, round trips, presets."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from fractions import Fraction
 import pytest
 import sympy as sp
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.presets import PRESETS, load_config
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.presets import PRESETS, load_config
 
 R = sp.Rational
 INDEPENDENT4 = ((0,), (1,), (2,), (3,))

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.derive import AttentionLaw, derive
-from gemhsa_sym.free import SpectralLaw
-from gemhsa_sym.model import gaussian_equivalent
-from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS, PRESETS
+from gemhsa_sym.laws.attention import AttentionLaw, derive
+from gemhsa_sym.laws.spectral import SpectralLaw
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.equivalent import gaussian_equivalent
+from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
 
 #: Points of the upper half plane where laws are compared through their Stieltjes transforms.
 PROBES = np.array([0.05 + 0.02j, 0.7 + 0.3j, 3.0 + 1.0j, 20.0 + 5.0j, 60.0 + 0.5j])
@@ -154,7 +154,7 @@ def test_mha_near_zero_matches_gaussian_equivalent_samples(mha) -> None:
     # No atom at zero: w m(w) at w = iy against the empirical transform of GE samples
     # (n = 800, 2 draws); the small quantiles of these samples do not move with n, so the
     # mass near 0 is continuous. Seen spread between draws: about 0.002 at y = 1e-3.
-    from gemhsa_sym.sampler import sample
+    from gemhsa_sym.sampling.sampler import sample
 
     ev = sample(PRESETS["mha"], n=800, draws=2, seed=5, model="ge", progress=False).pooled
     y = np.array([1e-3, 1e-2, 1e-1])

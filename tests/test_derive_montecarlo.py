@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.derive import AttentionLaw, derive
-from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS, PRESETS
-from gemhsa_sym.sampler import sample
+from gemhsa_sym.laws.attention import AttentionLaw, derive
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
+from gemhsa_sym.sampling.sampler import sample
 
 #: Points where transforms are compared: in the bulk near 0 (median eigenvalue about
 #: 0.08 for softmax at beta = 1), near the mean, and in the tail.

@@ -14,12 +14,14 @@ import flint
 import pytest
 import sympy as sp
 
-from gemhsa_sym.derive import derive
-from gemhsa_sym.free import Dim, Gaussian, W, spectral_law
-from gemhsa_sym.free.algebraic import discriminant
-from gemhsa_sym.free.discriminant import discriminant_factors
-from gemhsa_sym.free.elimination import M
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.free.algebraic.discriminant import discriminant_factors
+from gemhsa_sym.free.algebraic.elimination import M
+from gemhsa_sym.free.algebraic.roots import discriminant
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.free.expressions.system import W
+from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.spectral import spectral_law
+from gemhsa_sym.layer.presets import PRESETS
 
 m, w, a, b, c = sp.symbols("m w a b c")
 

@@ -15,9 +15,9 @@ import pytest
 import sympy as sp
 from test_free_engine import M_, PRODUCT_EDGES, REFERENCE, W_, mp_density, mp_law, product_law, product_polynomial, reference_law
 
-from gemhsa_sym.free import W
-from gemhsa_sym.free.algebraic import classify_edges, discriminant_roots
-from gemhsa_sym.free.elimination import M, abstract_constants, available_backends, eliminate
+from gemhsa_sym.free.algebraic.elimination import M, abstract_constants, available_backends, eliminate
+from gemhsa_sym.free.algebraic.roots import classify_edges, discriminant_roots
+from gemhsa_sym.free.expressions.system import W
 
 R = sp.Rational
 
@@ -96,7 +96,8 @@ def test_irrational_constants_become_named_symbols():
 
 def test_symbolic_parameter_stays_symbolic():
     """MP with a symbolic entry variance s: P = s c w m^2 - (w - s + s c) m + 1 with c = 1/2."""
-    from gemhsa_sym.free import Dim, Gaussian, spectral_law
+    from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+    from gemhsa_sym.laws.spectral import spectral_law
 
     s = sp.Symbol("s", positive=True)
     n, d = Dim("n"), Dim("d")
@@ -210,7 +211,7 @@ def test_product_closed_form_density():
 
 def test_no_closed_form_above_degree_four():
     assert REFERENCE["iv"].P is not None and sp.degree(REFERENCE["iv"].P, M_) == 7
-    from gemhsa_sym.free.algebraic import density_closed_form
+    from gemhsa_sym.free.algebraic.roots import density_closed_form
 
     e = elimination_of("product")
     higher = type(e)(**{**e.__dict__, "degree_m": 7})
@@ -219,8 +220,8 @@ def test_no_closed_form_above_degree_four():
 
 @pytest.mark.slow
 def test_single_head_preset_polynomial_vanishes_on_the_physical_branch():
-    from gemhsa_sym.derive import derive
-    from gemhsa_sym.presets import PRESETS
+    from gemhsa_sym.laws.attention import derive
+    from gemhsa_sym.layer.presets import PRESETS
 
     law = derive(PRESETS["single-head"])
     e = law.algebraic(time_limit=60)

@@ -18,12 +18,13 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.derivations import check, load, verification
-from gemhsa_sym.free import Dim, Gaussian, spectral_law
-from gemhsa_sym.free.document import document
-from gemhsa_sym.free.latex import broken_sum, collected_terms, packed, printed_width, terms_of
-from gemhsa_sym.free.record import LawRecord, record_from_json
-from gemhsa_sym.model_files import polynomial_law
+from gemhsa_sym.export.document import document
+from gemhsa_sym.export.latex import broken_sum, collected_terms, packed, printed_width, terms_of
+from gemhsa_sym.export.record import LawRecord, record_from_json
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.laws.spectral import spectral_law
+from gemhsa_sym.layer.polynomial_model import polynomial_law
+from gemhsa_sym.library import check, load, verification
 
 LIBRARY = Path(__file__).resolve().parent.parent / "derivations"
 #: Derivations cheap enough for the default run; the whole library is checked in the slow run.
@@ -121,7 +122,7 @@ def test_polynomial_models_read_from_toml(tmp_path: Path) -> None:
 
 
 def test_library_has_every_preset_and_the_examples() -> None:
-    from gemhsa_sym.presets import PRESETS
+    from gemhsa_sym.layer.presets import PRESETS
 
     names = {p.stem for p in LIBRARY.glob("*.toml")}
     assert set(PRESETS) | {"marchenko-pastur", "wishart-product", "head-plus-noise"} <= names
@@ -222,10 +223,10 @@ def causal_entry(folder: Path) -> dict:
     for its law (the check does not recompute a law: docs/exports.md §5.5), its record and document."""
     import numpy as np
 
-    from gemhsa_sym.causal_document import causal_document
-    from gemhsa_sym.causal_record import causal_record
-    from gemhsa_sym.config import Config
-    from gemhsa_sym.free.profiled_law import Distribution
+    from gemhsa_sym.export.causal_document import causal_document
+    from gemhsa_sym.export.causal_record import causal_record
+    from gemhsa_sym.free.positions.profiled_law import Distribution
+    from gemhsa_sym.layer.config import Config
 
     config = Config(name="square-causal", mask="causal", score="square")
     x = np.geomspace(1e-4, 1e4, 65)
@@ -256,7 +257,7 @@ def test_fill_cache_keeps_the_checked_causal_laws_where_verify_reads_them(tmp_pa
     of verify and claims finds it; a record that fails its check is refused before anything is stored."""
     import numpy as np
 
-    from gemhsa_sym.config import Config
+    from gemhsa_sym.layer.config import Config
     from gemhsa_sym.verification.causal_cache import cached_distribution, causal_cache_file
 
     folder, cache = tmp_path / "library", tmp_path / "cache"
@@ -282,7 +283,7 @@ def test_fill_cache_keeps_the_checked_causal_laws_where_verify_reads_them(tmp_pa
 
 
 def test_causal_document_compiles_with_its_monte_carlo(tmp_path: Path) -> None:
-    from gemhsa_sym.causal_document import causal_document
+    from gemhsa_sym.export.causal_document import causal_document
 
     record = causal_entry(tmp_path)
     point = {"n": 1000, "ks_theory_softmax": 0.0123, "ks_theory_ge": 0.0045, "ks_softmax_ge": 0.011, "floor": 0.004,

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.derive import BETA, derive
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.laws.attention import BETA, derive
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.presets import PRESETS
 
 E = sp.E
 
@@ -168,7 +168,7 @@ def test_sampler_draws_the_law_of_the_equations(name: str) -> None:
     sample sets) plus 0.01 at n = 400, two draws each, and the mean within 3 standard errors."""
     from scipy import stats
 
-    from gemhsa_sym.sampler import sample
+    from gemhsa_sym.sampling.sampler import sample
 
     config = MONTE_CARLO[name]
     law = derive(config)

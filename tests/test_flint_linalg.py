@@ -6,7 +6,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from gemhsa_sym.free.flint_linalg import inverse, solve
+from gemhsa_sym.free.numeric.flint_linalg import inverse, solve
 
 
 def _batch(rng: np.random.Generator, shape: tuple[int, ...], real: bool) -> np.ndarray:

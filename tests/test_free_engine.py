@@ -27,12 +27,14 @@ from hypothesis import strategies as st
 from scipy import integrate
 from template_laws import TEMPLATES, VB, W2B, XA, ZA, a_, b_, c_, template_law
 
-from gemhsa_sym.free import Dim, Gaussian, ShapeMismatch, W, linearise, spectral_law
-from gemhsa_sym.free.descent import BranchError, predict
-from gemhsa_sym.free.kernel_tables import elimination_order
-from gemhsa_sym.free.matrices import dims_of
-from gemhsa_sym.free.polynomial_system import PolynomialSystem
-from gemhsa_sym.free.support import power_law_limit
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, ShapeMismatch, dims_of
+from gemhsa_sym.free.expressions.pencil import linearise
+from gemhsa_sym.free.expressions.system import W
+from gemhsa_sym.free.numeric.descent import BranchError, predict
+from gemhsa_sym.free.numeric.kernel.tables import elimination_order
+from gemhsa_sym.free.numeric.polynomial_system import PolynomialSystem
+from gemhsa_sym.laws.spectral import spectral_law
+from gemhsa_sym.laws.support import power_law_limit
 
 R = sp.Rational
 M_, W_ = sp.symbols("m w")  # P(m, w): m = Stieltjes transform, w = spectral variable
@@ -708,9 +710,9 @@ def test_reductions_are_proved_and_false_claims_are_refused():
     reduction kept, vanishes."""
     import mpmath
 
-    from gemhsa_sym.free import SpectralLaw
-    from gemhsa_sym.free.numeric import MP, NumericSystem
-    from gemhsa_sym.free.reductions import INVARIANCE_DPS, _invariant
+    from gemhsa_sym.free.equations.reductions import INVARIANCE_DPS, _invariant
+    from gemhsa_sym.free.numeric.systems import MP, NumericSystem
+    from gemhsa_sym.laws.spectral import SpectralLaw
 
     law = reference_law("iv")
     full, reduced = law.full_system, law.system

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gemhsa_sym.free import Dim, Gaussian, spectral_law
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.laws.spectral import spectral_law
 
 R = sp.Rational
 n, d, dv = Dim("n"), Dim("d"), Dim("d_v")

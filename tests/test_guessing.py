@@ -18,14 +18,14 @@ import sympy as sp
 from test_elimination import in_reference_symbols, same_up_to_a_constant
 from test_free_engine import REFERENCE, reference_law
 
-from gemhsa_sym.derive import derive
-from gemhsa_sym.free import W
-from gemhsa_sym.free.algebraic import classify_edges
-from gemhsa_sym.free.elimination import M
-from gemhsa_sym.free.guessing import GuessError, guess_polynomial
-from gemhsa_sym.free.modular_series import ModularSystem, primes_below
-from gemhsa_sym.free.series import moment_series
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.free.algebraic.elimination import M
+from gemhsa_sym.free.algebraic.guessing import GuessError, guess_polynomial
+from gemhsa_sym.free.algebraic.modular_series import ModularSystem, primes_below
+from gemhsa_sym.free.algebraic.roots import classify_edges
+from gemhsa_sym.free.equations.series import moment_series
+from gemhsa_sym.free.expressions.system import W
+from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.layer.presets import PRESETS
 
 
 def as_expression(terms: dict[tuple[int, ...], Fraction], symbols: tuple[sp.Symbol, ...]) -> sp.Expr:

@@ -17,11 +17,11 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.config import Config
-from gemhsa_sym.derive import BETA, AttentionLaw, derive
-from gemhsa_sym.free.heads_limit import LimitError
-from gemhsa_sym.model import MU1, SIGMA
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.free.equations.heads_limit import LimitError
+from gemhsa_sym.laws.attention import BETA, AttentionLaw, derive
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.equivalent import MU1, SIGMA
+from gemhsa_sym.layer.presets import PRESETS
 
 H = sp.Symbol("H", positive=True, integer=True)
 

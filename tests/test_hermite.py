@@ -17,8 +17,8 @@ from numpy.polynomial.hermite_e import hermegauss
 from numpy.polynomial.legendre import leggauss
 from scipy import integrate, special
 
-from gemhsa_sym import scores
-from gemhsa_sym.hermite import HermiteData, hermite_data
+from gemhsa_sym.layer import scores
+from gemhsa_sym.layer.hermite import HermiteData, hermite_data
 
 BETA = sp.Symbol("beta", positive=True)
 CUTOFF = 14.0  # the Gaussian weight beyond |g| = 14 is below 1e-42

@@ -28,16 +28,17 @@ import pytest
 import sympy as sp
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.config import Config
-from gemhsa_sym.derive import derive
-from gemhsa_sym.executors import open_executor
 from gemhsa_sym.files import read_toml, write_atomic, write_atomic_with
-from gemhsa_sym.free import Dim, Gaussian, spectral_law
-from gemhsa_sym.free.grammar import parse_polynomial
-from gemhsa_sym.model_files import polynomial_law
+from gemhsa_sym.free.expressions.grammar import parse_polynomial
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.spectral import spectral_law
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.polynomial_model import polynomial_law
+from gemhsa_sym.layer.presets import PRESETS
 from gemhsa_sym.parse import parse_number
-from gemhsa_sym.presets import PRESETS
-from gemhsa_sym.sampler import sample
+from gemhsa_sym.sampling.executors import open_executor
+from gemhsa_sym.sampling.sampler import sample
 from gemhsa_sym.verification.theory import validated
 
 #: Seconds a failing case may take beyond a bare ``gemhsa-sym presets``.

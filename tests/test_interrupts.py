@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from verification_helpers import mp_theory, store_stand_in
 
-from gemhsa_sym.presets import PRESETS
-from gemhsa_sym.sampler import SampleResult
+from gemhsa_sym.layer.presets import PRESETS
+from gemhsa_sym.sampling.sampler import SampleResult
 
 #: Seconds allowed from the signal to the exit of the whole process group.
 EXIT_WITHIN = 5.0

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gemhsa_sym.free import Dim, Gaussian, SpectralLaw, spectral_law
-from gemhsa_sym.free.continuation import CHUNK, MAX_CHUNKS, chunks
-from gemhsa_sym.free.kernel_threads import run_chunks, set_threads
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.free.numeric.continuation import CHUNK, MAX_CHUNKS, chunks
+from gemhsa_sym.free.numeric.kernel.threads import run_chunks, set_threads
+from gemhsa_sym.laws.spectral import SpectralLaw, spectral_law
 
 n, d, D, dv = Dim("n"), Dim("d"), Dim("D"), Dim("d_v")
 p, N1, N2 = Dim("p"), Dim("N1"), Dim("N2")

@@ -18,17 +18,17 @@ from sympy import Rational as R
 from template_laws import TEMPLATES, template_law
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.derive import derive
-from gemhsa_sym.free import Dim, Gaussian, spectral_law
-from gemhsa_sym.free.matrices import gaussians_of
-from gemhsa_sym.free.meanings import meanings
-from gemhsa_sym.free.minimal import CHECK_TOL, MinimalEquations, check_minimal, feedback_set
-from gemhsa_sym.free.numeric import DOUBLE
-from gemhsa_sym.free.pencil import linearise
-from gemhsa_sym.free.sampling import evaluate, realise, sizes_at
-from gemhsa_sym.free.series import moment_series
-from gemhsa_sym.free.system import dyson_system
-from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS, PRESETS
+from gemhsa_sym.free.equations.meanings import meanings
+from gemhsa_sym.free.equations.minimal import CHECK_TOL, MinimalEquations, check_minimal, feedback_set
+from gemhsa_sym.free.equations.series import moment_series
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, gaussians_of
+from gemhsa_sym.free.expressions.pencil import linearise
+from gemhsa_sym.free.expressions.system import dyson_system
+from gemhsa_sym.free.numeric.systems import DOUBLE
+from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.spectral import spectral_law
+from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
+from gemhsa_sym.sampling.polynomial import evaluate, realise, sizes_at
 
 
 def _agree_with_reduced(law) -> float:

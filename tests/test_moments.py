@@ -1,4 +1,4 @@
-"""Exact moments from the Dyson system's power series in 1/w (gemhsa_sym.free.series).
+"""Exact moments from the Dyson system's power series in 1/w (gemhsa_sym.free.equations.series).
 
 Expected values come from outside the engine: Narayana polynomials (Marchenko–Pastur),
 Fuss–Catalan numbers (products of square Gaussians), the planar-pairing counts of
@@ -15,12 +15,14 @@ import functools
 import pytest
 import sympy as sp
 
-from gemhsa_sym.derive import BETA, derive
-from gemhsa_sym.free import Dim, Gaussian, dyson_system, linearise, spectral_law
-from gemhsa_sym.free.matrices import dims_of
-from gemhsa_sym.free.series import moment_series
-from gemhsa_sym.model import MU1, SIGMA
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.free.equations.series import moment_series
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, dims_of
+from gemhsa_sym.free.expressions.pencil import linearise
+from gemhsa_sym.free.expressions.system import dyson_system
+from gemhsa_sym.laws.attention import BETA, derive
+from gemhsa_sym.laws.spectral import spectral_law
+from gemhsa_sym.layer.equivalent import MU1, SIGMA
+from gemhsa_sym.layer.presets import PRESETS
 
 R = sp.Rational
 n, d, D, m_, dv = Dim("n"), Dim("d"), Dim("D"), Dim("m"), Dim("d_v")

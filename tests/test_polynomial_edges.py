@@ -17,10 +17,10 @@ import sympy as sp
 from test_free_engine import PRODUCT_EDGES, REFERENCE, mp_law, product_law, reference_law
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.derive import derive
-from gemhsa_sym.free.document import document
-from gemhsa_sym.free.polynomial_edges import polynomial_edges
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.export.document import document
+from gemhsa_sym.free.algebraic.polynomial_edges import polynomial_edges
+from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.layer.presets import PRESETS
 
 TOL = mpmath.mpf(10) ** -28
 

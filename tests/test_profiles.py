@@ -11,10 +11,10 @@ import pytest
 import sympy as sp
 from scipy import integrate
 
-from gemhsa_sym.free.law import spectral_law
-from gemhsa_sym.free.matrices import Dim, Gaussian
-from gemhsa_sym.free.profiled_law import ProfiledModel, ProfileError, distribution, mass_below, stieltjes
-from gemhsa_sym.free.profiles import Profile, Quadrature, T, U
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.free.positions.profiled_law import ProfiledModel, ProfileError, distribution, mass_below, stieltjes
+from gemhsa_sym.free.positions.profiles import Profile, Quadrature, T, U
+from gemhsa_sym.laws.spectral import spectral_law
 
 n, o = Dim("n"), Dim("o")
 TRIANGULAR = Gaussian("T", n, n)
@@ -116,7 +116,7 @@ def test_an_unreachable_tolerance_is_refused_with_the_error_reached() -> None:
 
 
 def test_a_level_that_does_not_fit_in_memory_ends_the_refinement_with_the_error_reached(monkeypatch: pytest.MonkeyPatch) -> None:
-    import gemhsa_sym.free.profiles as profiles
+    import gemhsa_sym.free.positions.profiles as profiles
 
     model = triangular()
     monkeypatch.setattr(profiles, "MAX_BYTES", profiles.system_bytes(model.pencil, n, model.quadrature(1).size) - 1)

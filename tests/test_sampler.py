@@ -1,4 +1,4 @@
-"""Tests of gemhsa_sym.sampler: weights, layer, spectrum, seeding, statistics.
+"""Tests of gemhsa_sym.sampling.sampler: weights, layer, spectrum, seeding, statistics.
 
 Statistical checks compare seeded samples with known means and with the Monte
 Carlo table of docs/reference-values.md §9.4 (n = d = d_out = 1000, beta = 1); each tolerance is
@@ -14,12 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.hermite import hermite_data
-from gemhsa_sym.layer import draw_tokens, draw_weights, layer_output
-from gemhsa_sym.presets import PRESETS
-from gemhsa_sym.sampler import DrawTask, SampleResult, run_draws, sample, spectrum
-from gemhsa_sym.scores import get_score
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.hermite import hermite_data
+from gemhsa_sym.layer.presets import PRESETS
+from gemhsa_sym.layer.readings import draw_tokens, draw_weights, layer_output
+from gemhsa_sym.layer.scores import get_score
+from gemhsa_sym.sampling.sampler import DrawTask, SampleResult, run_draws, sample, spectrum
 
 SHARING_PRESETS = ["mha", "mqa", "gqa", "shared-q", "tied-kv", "correlated-kv", "key-output", "heads-8"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from gemhsa_sym.free.series_ring import SeriesRing, matadd, matmul, matneg
+from gemhsa_sym.free.equations.series_ring import SeriesRing, matadd, matmul, matneg
 
 a, b = sp.symbols("a b")
 

@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 from gemhsa_sym.cli import main
-from gemhsa_sym.presets import PRESETS
-from gemhsa_sym.sampler import sample
+from gemhsa_sym.layer.presets import PRESETS
+from gemhsa_sym.sampling.sampler import sample
 from gemhsa_sym.verification.sweep import vary_config
 from gemhsa_sym.verification.threshold import STALLED, threshold
 

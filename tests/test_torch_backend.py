@@ -14,15 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from gemhsa_sym import scores
 from gemhsa_sym.cli import main
-from gemhsa_sym.config import Config
-from gemhsa_sym.presets import PRESETS
-from gemhsa_sym.sampler import DrawTask, SampleResult, check_draws, draw_bytes, head_batch, run_draw, sample, spectrum
+from gemhsa_sym.layer import scores
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.presets import PRESETS
+from gemhsa_sym.sampling.sampler import DrawTask, SampleResult, check_draws, draw_bytes, head_batch, run_draw, sample, spectrum
 from gemhsa_sym.verification.compare import draw_tasks, two_sample
 
 torch = pytest.importorskip("torch")
-torch_backend = pytest.importorskip("gemhsa_sym.torch_backend")
+torch_backend = pytest.importorskip("gemhsa_sym.sampling.torch_backend")
 
 N = 48
 CASES = {

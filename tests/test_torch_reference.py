@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.layer import Weights, draw_tokens, draw_weights, layer_output
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.presets import PRESETS
+from gemhsa_sym.layer.readings import Weights, draw_tokens, draw_weights, layer_output
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -131,7 +131,7 @@ def test_residual_stream_against_multi_head_attention_module(preset: str, alpha:
 @pytest.mark.parametrize("tokens", ["gaussian", "orthonormal"])
 def test_attention_matrix_against_torch_softmax(tokens: str) -> None:
     """sqrt(n) (A - J) with A = softmax(beta Q K^T / sqrt(d_k)) by torch (docs/extensions.md §8.1)."""
-    from gemhsa_sym.layer import layer_of
+    from gemhsa_sym.layer.readings import layer_of
 
     config = Config(n=N, d=N, d_k=N // 2, target="attention", tokens=tokens, beta="1.3")
     layer, rng = layer_of(config), np.random.default_rng(4)
@@ -151,7 +151,7 @@ def test_attention_matrix_against_torch_softmax(tokens: str) -> None:
 def test_causal_gaussian_equivalent_draw(name: str) -> None:
     """The causal Gaussian-equivalent draw is sum_h A^h V^h W_O^h with A^h_ij = (c_0 + mu_1 S^h_ij + sigma Z^h_ij) / i
     below the diagonal and 0 above, Z^h the next n x n normals of the draw's generator (docs/extensions.md §8.6)."""
-    from gemhsa_sym.layer import ge_coefficients, layer_of
+    from gemhsa_sym.layer.readings import ge_coefficients, layer_of
 
     config = CONFIGS[name]
     layer, rng = layer_of(config), np.random.default_rng(9)

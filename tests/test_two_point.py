@@ -10,14 +10,14 @@ import math
 import numpy as np
 import pytest
 
-from gemhsa_sym.causal import causal_model
-from gemhsa_sym.config import Config
-from gemhsa_sym.free.head_orbits import side_blocks
-from gemhsa_sym.free.masked_pencil import MaskedPencil, Occurrence, heads_pencil, weightless_pencil
-from gemhsa_sym.free.profiled_law import stieltjes
-from gemhsa_sym.free.profiles import Quadrature
-from gemhsa_sym.free.two_point import TwoPointSystem
-from gemhsa_sym.free.two_point_solver import MaskedScoresModel, solve
+from gemhsa_sym.free.positions.head_orbits import side_blocks
+from gemhsa_sym.free.positions.masked_pencil import MaskedPencil, Occurrence, heads_pencil, weightless_pencil
+from gemhsa_sym.free.positions.profiled_law import stieltjes
+from gemhsa_sym.free.positions.profiles import Quadrature
+from gemhsa_sym.free.positions.two_point import TwoPointSystem
+from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel, solve
+from gemhsa_sym.laws.causal import causal_model
+from gemhsa_sym.layer.config import Config
 
 POINTS = np.array([0.2 + 0.5j, 1 + 1j, 5 + 2j, 20 + 5j])
 UNIT = {"d": 1.0, "d_k": 1.0, "d_v": 1.0, "d_out": 1.0}
@@ -152,7 +152,7 @@ def test_two_point_law_against_monte_carlo(config: Config) -> None:
 def test_pattern_inverse_equals_the_dense_inverse() -> None:
     """Components, an index outside the pattern, and a Schur complement on an independent set: the inverse of
     -I plus entries on the pattern, against numpy's, for a stack of matrices."""
-    from gemhsa_sym.free.pattern_inverse import PatternInverse
+    from gemhsa_sym.free.positions.pattern_inverse import PatternInverse
 
     rng = np.random.default_rng(4)
     size = 30
@@ -170,7 +170,7 @@ def test_pattern_inverse_equals_the_dense_inverse() -> None:
 
 def test_pattern_inverse_of_wanted_entries_skips_the_rest() -> None:
     """Only G_CR and some rows of G_RC wanted: those entries equal numpy's inverse, G_RR is not formed."""
-    from gemhsa_sym.free.pattern_inverse import PatternInverse
+    from gemhsa_sym.free.positions.pattern_inverse import PatternInverse
 
     rng = np.random.default_rng(5)
     size, hub, leaves = 20, np.arange(4), np.arange(4, 20)
@@ -189,7 +189,7 @@ def test_pattern_inverse_of_wanted_entries_skips_the_rest() -> None:
 def test_key_side_sums_match_the_inverses_of_every_interval() -> None:
     """Pairings with random values, coefficients, columns and last intervals: the Woodbury chain's reads against
     sum_{j <= J} len_j (Lambda - E_j)^-1[a, b], every E_j written out and inverted densely."""
-    from gemhsa_sym.free.key_side import KeySide
+    from gemhsa_sym.free.positions.key_side import KeySide
 
     rng = np.random.default_rng(6)
     size, K, count, points = 9, 5, 30, 3

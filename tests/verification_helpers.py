@@ -14,8 +14,9 @@ from pathlib import Path
 
 import sympy as sp
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.free import Dim, Gaussian, SpectralLaw, spectral_law
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.laws.spectral import SpectralLaw, spectral_law
+from gemhsa_sym.layer.config import Config
 from gemhsa_sym.verification.theory import Theory, cache_file, theory_of
 
 

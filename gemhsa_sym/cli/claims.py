@@ -15,9 +15,9 @@ from gemhsa_sym.cli.common import (
     int_list,
     integer,
 )
-from gemhsa_sym.executors import open_executor, show_progress
 from gemhsa_sym.files import write_atomic
-from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS
+from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS
+from gemhsa_sym.sampling.executors import open_executor, show_progress
 from gemhsa_sym.verification.claims import claims, render_markdown
 
 

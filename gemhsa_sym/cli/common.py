@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.config import MAX_HEADS, Config
-from gemhsa_sym.executors import SCHEDULER_TIMEOUT
 from gemhsa_sym.files import check_folder, check_writable
-from gemhsa_sym.free.results import MAX_DPS
-from gemhsa_sym.model_files import PolynomialModel
-from gemhsa_sym.presets import load_config, load_input
-from gemhsa_sym.sampler import BACKENDS, DEVICES, check_backend
-from gemhsa_sym.sharing import INFINITE_HEADS
+from gemhsa_sym.free.numeric.results import MAX_DPS
+from gemhsa_sym.layer.config import MAX_HEADS, Config
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
+from gemhsa_sym.layer.presets import load_config, load_input
+from gemhsa_sym.layer.sharing import INFINITE_HEADS
+from gemhsa_sym.sampling.executors import SCHEDULER_TIMEOUT
+from gemhsa_sym.sampling.sampler import BACKENDS, DEVICES, check_backend
 from gemhsa_sym.verification.plots import check_plot
 
 __all__ = [
@@ -169,7 +169,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 
 def input_from_args(args: argparse.Namespace, attention_only: Mapping[str, bool]) -> Config | PolynomialModel:
-    """The configuration or polynomial model named by CONFIG (:func:`~gemhsa_sym.presets.load_input`) with the
+    """The configuration or polynomial model named by CONFIG (:func:`~gemhsa_sym.layer.presets.load_input`) with the
     ``--set``/``--beta`` changes applied. For a model, ValueError naming the first option of ``attention_only``
     (option -> whether it was given), or ``--beta``, that was given (docs/exports.md §5.4)."""
     source = load_input(args.config)

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from gemhsa_sym.cli.common import MAX_JOBS, check_outputs, integer
-from gemhsa_sym.derivations import check, fill_cache, write, write_verifications
-from gemhsa_sym.executors import open_executor
+from gemhsa_sym.library import check, fill_cache, write, write_verifications
+from gemhsa_sym.sampling.executors import open_executor
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -6,15 +6,15 @@ import argparse
 import json
 import time
 
-from gemhsa_sym.causal import causal_distribution, causal_report
-from gemhsa_sym.causal_document import causal_document
-from gemhsa_sym.causal_record import causal_record
 from gemhsa_sym.cli.common import add_config_arguments, check_outputs, digits, grid, heads_count, input_from_args, seconds
-from gemhsa_sym.config import Config
-from gemhsa_sym.derive import AttentionLaw, law_of
+from gemhsa_sym.export.causal_document import causal_document
+from gemhsa_sym.export.causal_record import causal_record
+from gemhsa_sym.export.document import document
 from gemhsa_sym.files import write_atomic
-from gemhsa_sym.free.document import document
-from gemhsa_sym.free.results import MAX_DPS
+from gemhsa_sym.free.numeric.results import MAX_DPS
+from gemhsa_sym.laws.attention import AttentionLaw, law_of
+from gemhsa_sym.laws.causal import causal_distribution, causal_report
+from gemhsa_sym.layer.config import Config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

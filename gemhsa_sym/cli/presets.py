@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gemhsa_sym.presets import PRESETS, load_config
+from gemhsa_sym.layer.presets import PRESETS, load_config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

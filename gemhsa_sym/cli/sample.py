@@ -20,7 +20,7 @@ from gemhsa_sym.cli.common import (
     integer,
     overrides,
 )
-from gemhsa_sym.sampler import MODELS, sample
+from gemhsa_sym.sampling.sampler import MODELS, sample
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -16,7 +16,7 @@ from gemhsa_sym.cli.common import (
     input_from_args,
     integer,
 )
-from gemhsa_sym.executors import open_executor, show_progress
+from gemhsa_sym.sampling.executors import open_executor, show_progress
 from gemhsa_sym.verification.sweep import MC_KEYS, SweepResult, parse_vary, sweep
 
 

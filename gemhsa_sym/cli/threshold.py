@@ -16,9 +16,9 @@ from gemhsa_sym.cli.common import (
     int_list,
     integer,
 )
-from gemhsa_sym.config import Config
-from gemhsa_sym.executors import open_executor, show_progress
-from gemhsa_sym.presets import load_input
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.presets import load_input
+from gemhsa_sym.sampling.executors import open_executor, show_progress
 from gemhsa_sym.verification.sweep import parse_vary
 from gemhsa_sym.verification.threshold import format_threshold, threshold
 

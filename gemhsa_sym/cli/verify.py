@@ -18,9 +18,9 @@ from gemhsa_sym.cli.common import (
     int_list,
     integer,
 )
-from gemhsa_sym.config import MAX_HEADS, Config
-from gemhsa_sym.executors import open_executor, show_progress
-from gemhsa_sym.sampler import drawn_config
+from gemhsa_sym.layer.config import MAX_HEADS, Config
+from gemhsa_sym.sampling.executors import open_executor, show_progress
+from gemhsa_sym.sampling.sampler import drawn_config
 from gemhsa_sym.verification.causal import format_causal, verify_causal
 from gemhsa_sym.verification.compare import format_report, verify
 

@@ -1,8 +1,8 @@
 """A causal layer's law beside Monte Carlo (docs/extensions.md §8.6): the law has no moments, so the
 comparison is by distribution functions, quantiles and the tail.
 
-The theory is :func:`~gemhsa_sym.causal.causal_distribution` (the grid of
-:data:`~gemhsa_sym.causal.CDF_GRID`, the mass below its first point included). Per token count n:
+The theory is :func:`~gemhsa_sym.laws.causal.causal_distribution` (the grid of
+:data:`~gemhsa_sym.laws.causal.CDF_GRID`, the mass below its first point included). Per token count n:
 the pooled eigenvalues of the real layer and of its Gaussian equivalent from ``seed``, and an
 independent Gaussian-equivalent set from ``seed + 1`` for the floor; KS distances (theory against a
 sample: the supremum over the sample points inside the grid and at its first point), the quantiles
@@ -20,12 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.causal import QUANTILES, causal_tail
-from gemhsa_sym.config import Config
-from gemhsa_sym.free.profiled_law import Distribution
-from gemhsa_sym.sampler import sample
-
-from .causal_cache import cached_distribution
+from gemhsa_sym.free.positions.profiled_law import Distribution
+from gemhsa_sym.laws.causal import QUANTILES, causal_tail
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.sampling.sampler import sample
+from gemhsa_sym.verification.causal_cache import cached_distribution
 
 __all__ = ["HILL_FRACTION", "CausalPoint", "CausalTheory", "CausalVerification", "verify_causal", "format_causal",
            "ks_to_law", "hill"]

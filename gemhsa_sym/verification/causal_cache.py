@@ -12,11 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.causal import REPORT_TOL, causal_distribution
-from gemhsa_sym.config import Config
-from gemhsa_sym.free.profiled_law import Distribution
-
-from .entries import entry_file, read_entry, write_entry
+from gemhsa_sym.free.positions.profiled_law import Distribution
+from gemhsa_sym.laws.causal import REPORT_TOL, causal_distribution
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.verification.entries import entry_file, read_entry, write_entry
 
 __all__ = ["CAUSAL_CACHE_FORMAT", "causal_cache_file", "validated_distribution", "cached_distribution", "store_distribution"]
 
@@ -36,7 +35,7 @@ def _entry(law: Distribution, config: Config, tol: float) -> dict[str, Any]:
 
 
 def validated_distribution(data: Any, config: Config, tol: float = REPORT_TOL) -> Distribution:
-    """The :class:`~gemhsa_sym.free.profiled_law.Distribution` of an entry for ``config`` at ``tol``, or ValueError
+    """The :class:`~gemhsa_sym.free.positions.profiled_law.Distribution` of an entry for ``config`` at ``tol``, or ValueError
     saying what is wrong with it: its configuration and tolerance, finite tables of one shape on an increasing
     positive grid, a non-negative density, and F within [0, 1] up to its achieved error, never decreasing."""
     if not isinstance(data, dict) or data.get("config") != config.to_dict() or data.get("tol") != tol:
@@ -60,7 +59,7 @@ def validated_distribution(data: Any, config: Config, tol: float = REPORT_TOL) -
 
 
 def cached_distribution(config: Config, cache: str | Path | None, tol: float = REPORT_TOL) -> Distribution:
-    """:func:`~gemhsa_sym.causal.causal_distribution` of ``config``, read from and written to the folder ``cache``
+    """:func:`~gemhsa_sym.laws.causal.causal_distribution` of ``config``, read from and written to the folder ``cache``
     (none: computed)."""
     if cache is None:
         return causal_distribution(config, tol)

@@ -30,15 +30,14 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.executors import Task, local_workers, run_tasks
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
 from gemhsa_sym.parse import parse_number
-from gemhsa_sym.presets import BIDIRECTIONAL_PRESETS, PRESETS
-from gemhsa_sym.sampler import check_draws, drawn_config, torch_draws
-
-from .causal import CausalVerification, verify_causal
-from .compare import Comparison, compare, draw_tasks, two_sample
-from .theory import PROBES, Theory, theory_task
+from gemhsa_sym.sampling.executors import Task, local_workers, run_tasks
+from gemhsa_sym.sampling.sampler import check_draws, drawn_config, torch_draws
+from gemhsa_sym.verification.causal import CausalVerification, verify_causal
+from gemhsa_sym.verification.compare import Comparison, compare, draw_tasks, two_sample
+from gemhsa_sym.verification.theory import PROBES, Theory, theory_task
 
 __all__ = ["CAUSAL", "CLAIM_PAIRS", "SAMPLE_HEADS", "ClaimsResult", "claims", "laws_equal", "render_markdown"]
 

@@ -36,12 +36,11 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.executors import Task, local_workers, run_tasks
-from gemhsa_sym.model_files import PolynomialModel
-from gemhsa_sym.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets, drawn_config, run_draw
-
-from .theory import Theory, theory_task
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
+from gemhsa_sym.sampling.executors import Task, local_workers, run_tasks
+from gemhsa_sym.sampling.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets, drawn_config, run_draw
+from gemhsa_sym.verification.theory import Theory, theory_task
 
 __all__ = ["FLOOR_STREAM", "ZERO_TOL", "Comparison", "VerifyResult", "clean", "compare", "draw_tasks",
            "empirical_ks", "empirical_w1", "format_report", "two_sample", "verify"]
@@ -62,7 +61,7 @@ def draw_tasks(config: Config | PolynomialModel, n: int, draws: int, seed: int, 
                device: str = "cpu") -> dict[str, list[Task]]:
     """The draw tasks of the sample sets (module docstring), each with its own seed, computed by
     ``backend`` on ``device`` (docs/verification.md §4.8): every reading of ``config``
-    (:func:`~gemhsa_sym.sampler.draw_sets`), then ``floor``, an independent set of the last one."""
+    (:func:`~gemhsa_sym.sampling.sampler.draw_sets`), then ``floor``, an independent set of the last one."""
     same = draw_sets(config, n, np.random.SeedSequence(seed).spawn(draws), backend, device)
     other = draw_sets(config, n, np.random.SeedSequence([seed, FLOOR_STREAM]).spawn(draws), backend, device)
     sets: dict[str, list[DrawTask] | list[PolynomialDraw]] = {**same, "floor": list(other.values())[-1]}

@@ -17,17 +17,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemhsa_sym.files import check_writable, write_atomic_with
+from gemhsa_sym.layer.sharing import INFINITE_HEADS
 from gemhsa_sym.parse import real_number
-from gemhsa_sym.sharing import INFINITE_HEADS
-
-from .compare import VerifyResult, clean
+from gemhsa_sym.verification.compare import VerifyResult, clean
 
 if TYPE_CHECKING:
-    from gemhsa_sym.free.profiled_law import Distribution
-
-    from .causal import CausalVerification
-    from .sweep import SweepResult
-    from .threshold import ThresholdResult
+    from gemhsa_sym.free.positions.profiled_law import Distribution
+    from gemhsa_sym.verification.causal import CausalVerification
+    from gemhsa_sym.verification.sweep import SweepResult
+    from gemhsa_sym.verification.threshold import ThresholdResult
 
 __all__ = ["PLOT_FORMATS", "check_plot", "plot_causal", "plot_sweep", "plot_threshold", "plot_verify"]
 
@@ -214,7 +212,7 @@ def plot_causal(result: CausalVerification, law: Distribution | None, path: str 
 def plot_threshold(result: ThresholdResult, path: str | Path) -> None:
     """KS(softmax, GE) over (beta, n) as a heatmap (log colour), and the exponents of n against beta
     with the rate of Gaussian equivalence (-1/2) and the stalled level."""
-    from .threshold import RATE, STALLED
+    from gemhsa_sym.verification.threshold import RATE, STALLED
 
     plt = _pyplot()
     rows = result.rows()

@@ -16,12 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.executors import Task, local_workers, run_tasks
-from gemhsa_sym.model_files import PolynomialModel
-from gemhsa_sym.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets, run_draw
-
-from .theory import Theory, theory_task
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
+from gemhsa_sym.sampling.executors import Task, local_workers, run_tasks
+from gemhsa_sym.sampling.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets, run_draw
+from gemhsa_sym.verification.theory import Theory, theory_task
 
 __all__ = ["SweepPoint", "SweepResult", "parse_vary", "sweep", "vary_config"]
 

@@ -18,14 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.config import Config
-from gemhsa_sym.derive import law_of
-from gemhsa_sym.free.law import SpectralLaw
-from gemhsa_sym.free.record import atom_entry, edge_entry
-from gemhsa_sym.model_files import PolynomialModel
+from gemhsa_sym.export.record import atom_entry, edge_entry
+from gemhsa_sym.laws.attention import law_of
+from gemhsa_sym.laws.spectral import SpectralLaw
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.parse import parse_number
-
-from .entries import entry_file, read_entry, write_entry
+from gemhsa_sym.verification.entries import entry_file, read_entry, write_entry
 
 __all__ = ["PROBES", "Theory", "cache_file", "theory_of", "theory_task", "validated"]
 

@@ -21,10 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.config import Config
-
-from .compare import VerifyResult, verify
-from .sweep import vary_config
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.verification.compare import VerifyResult, verify
+from gemhsa_sym.verification.sweep import vary_config
 
 __all__ = ["FLOOR_FACTOR", "RATE", "SLOWER", "STALLED", "ThresholdResult", "format_threshold", "threshold"]
 

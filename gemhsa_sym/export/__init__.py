@@ -1,0 +1,1 @@
+"""Records of laws and their documents."""

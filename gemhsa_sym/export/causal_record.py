@@ -1,0 +1,105 @@
+"""The library record of a causal layer's law (docs/exports.md §5.5): what ``derive`` reports of it, its
+distribution function, and probes that check the equations in seconds.
+
+The law costs tens of minutes (docs/solving.md §3.13), so a check does not recompute it. It reads
+the committed table back as a distribution function (validated as a cached law is), regenerates
+every other field from the configuration and that table (coefficients, equations in words,
+quantiles, the mass below the grid, the tail), and solves m(w) again at the probe points on the
+first level of the discretisation, where the committed values must be met to :data:`PROBE_TOL`:
+a change in the equations or their solver moves them far more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from gemhsa_sym.free.positions.profiled_law import Distribution
+from gemhsa_sym.free.positions.profiles import T
+from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
+from gemhsa_sym.laws.causal import NOISE_PROFILE, REPORT_TOL, causal_model, causal_report
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.hermite import hermite_data
+from gemhsa_sym.verification.causal_cache import validated_distribution
+
+__all__ = ["PROBES", "PROBE_TOL", "causal_latex", "causal_record", "record_law", "probes", "probe_differences"]
+
+#: Points of the upper half plane where the record keeps m(w) on the first level.
+PROBES: tuple[complex, ...] = (0.2 + 0.5j, 1 + 1j, 5 + 2j, 20 + 5j)
+#: Relative agreement asked of the probes (the iteration stops at a change of 1e-9).
+PROBE_TOL = 1e-6
+
+
+def probes(config: Config) -> dict[str, Any]:
+    """m(w) at :data:`PROBES` on the first level of ``config``'s causal model, with that level's nodes."""
+    w = np.array(PROBES)
+    levels = causal_model(config).levels(w, 0.0)
+    _, nodes, m = next(levels)
+    levels.close()
+    return {"w": [[z.real, z.imag] for z in w], "m": [[float(z.real), float(z.imag)] for z in m], "nodes": nodes}
+
+
+def causal_latex(config: Config) -> dict[str, list[str]]:
+    """The formulas of the record, printed by SymPy: the Gaussian-equivalence coefficients, a row of the causal
+    Gaussian equivalent, and the equations of its law (docs/equations.md §2.9, §2.11)."""
+    c = hermite_data(config.score, config.beta * config.score_scale, config.normalisation)
+    c0, mu1, sigma, r_k, t, u, w = sp.symbols("c_0 mu_1 sigma r_k t u w", positive=True)
+    i, j, k, H = sp.symbols("i j k H", integer=True, positive=True)
+    S0, Z, A_ij = sp.IndexedBase("S^{0}"), sp.IndexedBase("Z"), sp.IndexedBase("A")
+    row = sp.Eq(A_ij[i, j], (c0 + mu1 * S0[i, j] + sigma * Z[i, j]) / i, evaluate=False)
+    coefficients = [sp.latex(sp.Eq(x, value, evaluate=False)) for x, value in ((c0, c.c0), (mu1, c.mu1), (sigma**2, c.sigma2))]
+    equivalent = [sp.latex(row) + r", \quad j \le i"]
+    n, d = sp.symbols("n d", integer=True, positive=True)
+    if isinstance(causal_model(config), MaskedScoresModel):
+        A, B, R = (sp.MatrixSymbol(x, d, d) for x in ("A_t", "B_t", "R"))
+        V = sp.MatrixSymbol("V^{(h)}", d, d)
+        WQ, WK, WV, WO = (sp.MatrixSymbol(f"W_{x}^{{(h)}}", d, d) for x in "QKVO")
+        X, P = sp.MatrixSymbol("X", n, d), sp.MatrixSymbol("P_t", n, n)
+        total = rf"\sum_{{h=1}}^{{{sp.latex(sp.Integer(config.heads))}}}"
+        C = sp.MatrixSymbol("C_t", d, d)
+        phi, omega, delta = (sp.IndexedBase(x) for x in (r"\phi", r"\omega", r"\delta"))
+        equations = [
+            sp.latex(C) + " = " + sp.latex(1 / t**2) + r"\Bigl(" + sp.latex(mu1**2 / r_k * A.T * A) + " + "
+            + sp.latex(sigma**2) + total + sp.latex(V.T * B * V) + r"\Bigr)",
+            sp.latex(A) + " = " + total + sp.latex(WQ * WK.T * B * V) + r",\quad " + sp.latex(sp.Eq(B, X.T * P * X))
+            + r",\quad " + sp.latex(sp.Eq(V, WV * WO)),
+            sp.latex(sp.Eq(phi[k], omega[k] / (1 + delta[k]))) + r",\quad " + sp.latex(delta[k]) + " = "
+            + sp.latex(1 / n) + r"\operatorname{tr}\bigl(C_{t_k} R\bigr),\quad " + sp.latex(R) + r" = \Bigl(\sum_{k} "
+            + sp.latex(phi[k]) + r" C_{t_k} - w\Bigr)^{-1},\quad m(w) = -\tau(R)",
+        ]
+    else:
+        equations = [r"s(t, u) = " + sp.latex(sp.Piecewise((NOISE_PROFILE.row.subs(T, t), u <= t), (0, True)))]
+    return {"coefficients": coefficients, "equivalent": equivalent, "equations": equations}
+
+
+def causal_record(config: Config, law: Distribution, name: str | None = None) -> dict[str, Any]:
+    """The record of ``config``'s law (:func:`~gemhsa_sym.laws.causal.causal_report` of ``law``), named ``name``, with the
+    configuration as TOML, its formulas printed (:func:`causal_latex`) and the probes."""
+    return {"name": name, "kind": "causal", "tol": REPORT_TOL, **causal_report(config, law=law),
+            "config_toml": config.to_toml(), "latex": causal_latex(config), "probes": probes(config)}
+
+
+def record_law(record: dict[str, Any], config: Config) -> Distribution:
+    """The distribution function a record holds, validated (ValueError saying what is wrong)."""
+    try:
+        table = record["cdf"]
+        entry = {"config": record["config"], "tol": record["tol"], "x": table["x"], "cdf": table["F"],
+                 "density": table["density"], "error": record["error"], "level": record["level"], "nodes": record["nodes"]}
+    except (KeyError, TypeError):
+        raise ValueError("its distribution function is missing a field") from None
+    return validated_distribution(entry, config, REPORT_TOL)
+
+
+def probe_differences(committed: Any, regenerated: dict[str, Any]) -> list[str]:
+    """Where the committed probes differ from the regenerated ones: their points and nodes exactly, m(w) to
+    :data:`PROBE_TOL` relative."""
+    try:
+        old = np.array(committed["m"], dtype=float) @ [1, 1j]
+        if committed["w"] != regenerated["w"] or committed["nodes"] != regenerated["nodes"] or old.shape != (len(PROBES),):
+            return ["points or nodes"]
+    except (KeyError, TypeError, ValueError):
+        return ["not a table of probes"]
+    new = np.array(regenerated["m"]) @ [1, 1j]
+    return [f"m({w[0]:g}{w[1]:+g}i)" for w, a, b in zip(regenerated["w"], old, new) if abs(a - b) > PROBE_TOL * abs(b)]

@@ -1,0 +1,192 @@
+"""The standalone LaTeX document of a law's record (docs/exports.md §5.2): configuration, model,
+reduced Dyson system, P(m, w), moments, edges and atoms, every formula printed by SymPy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gemhsa_sym.export.latex import WIDTH, broken_sum, packed, printed_width
+from gemhsa_sym.export.record import LawRecord
+
+__all__ = ["document", "escape"]
+
+
+#: Text characters that LaTeX reads as commands, and how to print them.
+_SPECIAL = {"\\": r"\textbackslash{}", "^": r"\^{}", "~": r"\~{}", "{": r"\{", "}": r"\}",
+            **{c: "\\" + c for c in "_&%#$"}}
+
+
+#: How the record's edges were found, in a sentence (docs/solving.md §3.3 and §3.7), by its ``edge_method``.
+EDGE_METHODS = {
+    "discriminant": r"Each edge is a real root of the discriminant of $P$ in $m$ (or of its leading coefficient), "
+                    r"classified by the density just left and right of it.",
+    "polynomial": r"Each edge is a fold of the continuation of the Dyson system, refined as a solution of "
+                  r"$P = \partial_m P = 0$ by Newton's method.",
+    "continuation": r"Each edge is a fold of the continuation of the Dyson system, refined in multiple precision.",
+}
+#: The same where the continuation left an edge unrefined (its ``refined`` is false in the record).
+UNREFINED = (r"Each edge is a fold of the continuation of the Dyson system, refined in multiple precision, or, where "
+             r"that failed, a sign change of the density found by bisection in double precision (about 12 digits).")
+
+
+def _edge_method(record: LawRecord) -> str:
+    """How the record's edges were found (:data:`EDGE_METHODS`)."""
+    if record.edge_method == "continuation" and not all(e.get("refined", True) for e in record.edges):
+        return UNREFINED
+    return EDGE_METHODS.get(record.edge_method, "")
+
+
+def escape(text: str) -> str:
+    """``text`` as LaTeX text: every special character printed as itself."""
+    return "".join(_SPECIAL.get(c, c) for c in text)
+
+
+def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -> str:
+    """A standalone LaTeX document of a law's record (configuration, model, system, P, moments, edges, atoms),
+    with the Monte Carlo figures of a ``verification`` record (the JSON of ``gemhsa-sym verify``) when given."""
+    tex = record.latex
+    config_toml = getattr(record, "config_toml", "")
+    out = [
+        r"\documentclass[10pt]{article}",
+        r"\usepackage{amsmath,amssymb}",
+        r"\usepackage[margin=1.5cm]{geometry}",
+        r"\allowdisplaybreaks",
+        r"\begin{document}",
+        rf"\section*{{Limiting spectral law: {escape(record.name or 'polynomial model')}}}",
+    ]
+    if record.summary:
+        out.append(r"{\raggedright\noindent " + escape(record.summary) + r"\par}")
+    if tex.coefficients:
+        out += [r"\subsection*{Gaussian-equivalence coefficients}", packed(tex.coefficients)]
+    out += [
+        r"\subsection*{Gaussian-equivalent model}" if config_toml else r"\subsection*{Model}",
+        r"The law is that of the eigenvalues of $Y^{T} Y$, with",
+        *([broken_sum("Y", tex.model)] if not tex.template else [
+            broken_sum("Y", [rf"\sum_{{h=1}}^{{{tex.heads}}} T^{{(h)}}"]), "where one head's term is",
+            broken_sum("T^{(h)}", tex.template)]),
+        "and the size ratios " + ", ".join(f"${r}$" for r in tex.ratios) + ".",
+    ]
+    if tex.minimal is not None:
+        out += [r"{\small", *_minimal_system(record), "}"]
+    out.append(r"\subsection*{Algebraic equation}")
+    if tex.polynomial:
+        info = record.polynomial_info
+        how = (" It was guessed from the series of $m(w)$ modulo primes and verified: it vanishes on the series to "
+               "twice the order used, at fresh points and a fresh prime, and on the 40-digit solution of the Dyson system."
+               if info.method == "series guess" else "")
+        out.append(rf"$m(w)$ is a root of $P(m, w) = 0$, of degree {info.degree_m} in $m$ and {info.degree_w} in $w$ "
+                   r"(printed in the appendix)." + how)
+    else:
+        out.append("No polynomial equation: " + escape(str(record.polynomial_reason or "not attempted")) + ".")
+    out.append(r"\subsection*{Moments}")
+    for k, m in enumerate(tex.moments, 1):
+        out.append(broken_sum(rf"\mu_{{{k}}}", m))
+    out.append(r"\subsection*{Support edges and atoms}")
+    edges = record.edges
+    if edges:
+        rows = [rf"{e['side']}{' (hard)' if e.get('hard') else ''} & ${e['location']}$" for e in edges]
+        out += [r"\begin{tabular}{ll}", " \\\\\n".join(rows), r"\end{tabular}", "", _edge_method(record), ""]
+    else:
+        out.append("No support edges were computed.")
+    atoms = record.atoms
+    out.append(
+        "Atoms: " + ", ".join(f"mass ${a['exact'] or a['mass']}$ at ${a['location']}$" for a in atoms) + "."
+        if atoms else "No atoms."
+    )
+    checks = [escape(n) for n in record.notes]
+    if tex.minimal is not None:
+        checks.append(r"the minimal system gives the reduced system's $m(w)$ to $10^{-40}$ at 50 digits, and each of its "
+                      r"equations holds there to $10^{-40}$")
+    if verification is not None:
+        checks.append(_monte_carlo(verification))
+    if checks:
+        out += [r"\subsection*{How it was checked}", "; ".join(checks) + "."]
+    out += [r"\section*{Appendix}"]
+    if config_toml:
+        out += [r"\subsection*{Configuration}", r"\begin{verbatim}", config_toml.strip(), r"\end{verbatim}"]
+    if tex.minimal and any(_long(meaning) for _, _, meaning, _ in tex.minimal):
+        out += [r"\subsection*{The unknowns of the minimal system}", *_meanings(tex.minimal)]
+    if tex.minimal_definitions:
+        out += [r"\subsection*{The unknowns given explicitly}", "In the order written, each uses only the unknowns of "
+                "the minimal system and those before it:", *_equations(tex.minimal_definitions, numbered=False),
+                "They are the normalised traces", *_meanings(tex.minimal_definitions)]
+    if tex.polynomial:
+        out += [r"\subsection*{The algebraic equation}",
+                r"Collected in powers of $m$, each coefficient factored over $\mathbb{Q}$:",
+                broken_sum("P(m, w)", tex.polynomial)]
+    out += [
+        r"\subsection*{Reduced Dyson system}",
+        rf"Unknowns: {len(tex.unknowns)}; the Stieltjes transform is $m(w) = {tex.output}$. "
+        r"Per sector (a dimension group, or an eigenspace of the exchangeable heads) $G = M^{-1}$, "
+        r"where $M$ has the nonzero entries below; $K_{a,b}$ denotes the entry $(M^{-1})_{a,b}$.",
+    ]
+    for name, entries in tex.sectors:
+        out += [rf"\paragraph{{Sector {escape(name)}.}}", packed(entries)]
+    if tex.readouts:
+        out += [r"\paragraph{Read-outs.}", packed(tex.readouts)]
+    out += [r"\end{document}", ""]
+    return "\n".join(out)
+
+
+#: How a verification record names its sample sets.
+_READINGS = {"ge": "the Gaussian equivalent", "softmax": "the softmax layer", "polynomial": "the samples"}
+
+
+def _monte_carlo(data: Mapping[str, Any]) -> str:
+    """One sentence of Monte Carlo figures: KS distances of the theory to each sample set per n, the floor
+    and the outliers beyond the support (docs/exports.md §5.2)."""
+    rows = data["by_n"]
+    readings = [key.removeprefix("theory_") for key in rows[0]["ks"]]
+    drawn = data.get("drawn")
+    parts = []
+    for row in rows:
+        ks = ", ".join(f"KS to {_READINGS.get(r, escape(r))} {row['ks'][f'theory_{r}']:.4f}" for r in readings)
+        outliers = row["outliers"].get(readings[-1] if "softmax" not in readings else "softmax", {}).get("count")
+        parts.append(rf"at $n = {row['n']}$ {ks} (floor {row['floor']['ks']:.4f}"
+                     + (f", {outliers} eigenvalues beyond the support" if outliers else "") + ")")
+    where = f", drawn as {escape(drawn['summary'])}" if drawn else ""
+    return (rf"Monte Carlo (\texttt{{gemhsa-sym verify}}, seed {data['seed']}, {rows[0]['draws']} draws per set{where}): "
+            + "; ".join(parts) + r"; the floor is the KS distance between two independent sample sets")
+
+
+def _minimal_system(record: LawRecord) -> list[str]:
+    """The minimal system as numbered equations, the definitions, and the meaning of each unknown."""
+    tex = record.latex
+    system = record.system
+    out = [
+        r"\subsection*{Minimal system}",
+        rf"With $G(w) = (w - Y^{{T}} Y)^{{-1}}$, the Stieltjes transform is $m(w) = {tex.output}$, and "
+        rf"{len(tex.minimal)} unknowns (of {system.get('reduced_unknowns', len(tex.unknowns))} in the reduced "
+        r"Dyson system of the appendix) solve",
+    ]
+    out += _equations(tex.minimal, numbered=True)
+    if tex.minimal_definitions:
+        out.append(f"where the other {len(tex.minimal_definitions)} unknowns are the explicit functions of the appendix.")
+    out += [r"Each unknown is a normalised trace in the limit $n \to \infty$ (one longer than a line and a half is given in "
+            r"the appendix):"] + _meanings(tex.minimal, short=True)
+    return out
+
+
+def _long(meaning: str) -> bool:
+    """Whether a meaning is wider than a line and a half (the main part leaves it to the appendix)."""
+    return printed_width(meaning) > 1.5 * WIDTH
+
+
+def _meanings(rows: list[list], short: bool = False) -> list[str]:
+    """The meaning of each unknown of ``rows`` as an itemised list; with ``short``, a meaning wider than
+    a line and a half is left to the appendix."""
+    items = [rf"\item ${g}$: in the appendix" if short and _long(meaning) else
+             rf"\item ${g} = {meaning}$" + (f", {escape(heads)}" if heads else "") for g, _, meaning, heads in rows]
+    return [r"{\raggedright", r"\begin{itemize}", *items, r"\end{itemize}", "}"]
+
+
+def _equations(rows: list[list], numbered: bool) -> list[str]:
+    """Equations g = F (one term) or num - g den = 0 broken over lines, numbered or not."""
+    out = []
+    for _, terms, _, _ in rows:
+        if len(terms) == 1:
+            out.append(rf"\begin{{equation{'' if numbered else '*'}}}" + terms[0] + rf"\end{{equation{'' if numbered else '*'}}}")
+        else:
+            out.append(broken_sum("0", terms, numbered=numbered))
+    return out

@@ -1,0 +1,239 @@
+"""The record of a derived law: one typed object from which JSON, the LaTeX document and the
+verification summary are produced (docs/exports.md §5.1).
+
+Exact expressions are kept as their SymPy text and, for the document, as LaTeX printed by
+SymPy's printer when the record is made, so that a committed record (JSON) reproduces its
+document without solving anything. Edges, atoms and moments are written by one function each
+(:func:`edge_entry`, :func:`atom_entry`, :func:`moment_entry`), which every summary uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import mpmath
+import sympy as sp
+from sympy.matrices.expressions import MatAdd
+
+from gemhsa_sym.export.latex import WIDTH, collected_terms, printed_width, terms_of
+from gemhsa_sym.free.algebraic.elimination import Elimination, M
+from gemhsa_sym.free.equations.derivation import Derivation
+from gemhsa_sym.free.equations.meanings import Meaning
+from gemhsa_sym.free.equations.minimal import MinimalSystem
+from gemhsa_sym.free.expressions.exchangeable import ExchangeableSum
+from gemhsa_sym.free.expressions.matrices import without_powers
+from gemhsa_sym.free.expressions.pencil import Pencil
+from gemhsa_sym.free.numeric.results import Atom, Edge, EdgeClassification
+
+__all__ = ["AttentionRecord", "LatexParts", "LawRecord", "PolynomialInfo", "atom_entry", "build_record", "edge_entry",
+           "moment_entry", "record_from_json", "system_entry"]
+
+#: What P(m, w) is a polynomial equation for.
+VARIABLES = "P(m, w) = 0, m(w) = (1/q) tr (w - Y^T Y)^{-1}"
+
+
+def edge_entry(edge: Edge, dps: int | None, refined: bool = True) -> dict[str, Any]:
+    """An edge as JSON: its location as text to ``dps`` digits (a float for None), side, hardness
+    (and ``refined`` for edges of the continuation)."""
+    location = float(edge.location) if dps is None else mpmath.nstr(edge.location, dps)
+    entry: dict[str, Any] = {"location": location, "side": edge.side, "hard": edge.hard}
+    return entry | {"refined": edge.refined} if refined else entry
+
+
+def atom_entry(atom: Atom, error: bool = False) -> dict[str, Any]:
+    """An atom as JSON: location, mass (and its error estimate) and its exact value where identified."""
+    entry = {"location": atom.location, "mass": atom.mass} | ({"error": atom.error} if error else {})
+    return entry | {"exact": None if atom.exact is None else str(atom.exact)}
+
+
+def moment_entry(exact: sp.Expr, symbolic: sp.Expr) -> dict[str, Any]:
+    """A moment as JSON: exact at the law's values, symbolic in its parameters, and its float."""
+    return {"exact": str(exact), "symbolic": str(symbolic), "float": float(sp.N(exact, 20)) if not exact.free_symbols else None}
+
+
+@dataclass(frozen=True)
+class PolynomialInfo:
+    """What the elimination found: degrees of P, which parameters stayed symbolic or were substituted,
+    and how P was found (``method``: "resultants" or "series guess", docs/solving.md §3.2, §3.12)."""
+
+    degree_m: int | None
+    degree_w: int | None
+    symbolic: list[str]
+    substituted: dict[str, str]
+    backend: str
+    variables: str = VARIABLES
+    method: str | None = None
+
+
+@dataclass(frozen=True)
+class LatexParts:
+    """Every formula of the document, printed by SymPy's LaTeX printer."""
+
+    model: list[str]
+    ratios: list[str]
+    unknowns: list[str]
+    output: str
+    sectors: list[list[Any]]
+    readouts: list[str]
+    polynomial: list[str] | None
+    moments: list[list[str]]
+    coefficients: list[str] | None = None
+    #: Where Y = sum_h T^{(h)} is too wide for one line: the number of heads and one head's term
+    #: T^{(h)}, term by term
+    heads: str | None = None
+    template: list[str] | None = None
+    #: The minimal system (docs/equations.md §2.7): per equation and per definition [unknown, equation
+    #: as terms of num - g den = 0 (one term: the equation itself), meaning, the heads it is about]
+    minimal: list[list[Any]] | None = None
+    minimal_definitions: list[list[Any]] | None = None
+
+
+@dataclass(frozen=True)
+class LawRecord:
+    """Everything derived about a law, typed (module docstring)."""
+
+    model: str
+    ratios: dict[str, str]
+    values: dict[str, str]
+    unknowns: int
+    notes: list[str]
+    moments: list[dict[str, Any]]
+    polynomial: str | None
+    polynomial_reason: str | None
+    polynomial_info: PolynomialInfo
+    edge_method: str
+    edges: list[dict[str, Any]]
+    edge_candidates: list[dict[str, Any]]
+    cusps: list[str]
+    gaps: list[list[str]]
+    atom_method: str
+    atoms: list[dict[str, Any]]
+    latex: LatexParts
+    name: str | None = None
+    #: The minimal system with the meaning of each unknown (:func:`system_entry`)
+    system: dict[str, Any] = field(default_factory=dict)
+    #: The configuration or the model in one line (as ``gemhsa-sym presets`` prints it)
+    summary: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON types, the name first."""
+        data = asdict(self)
+        name = data.pop("name")
+        info = data["polynomial_info"]
+        data["polynomial_info"] = {"variables": info.pop("variables"), **info}
+        for key in ("coefficients", "heads", "template", "minimal", "minimal_definitions"):
+            if data["latex"][key] is None:
+                del data["latex"][key]
+        return ({"name": name} if name is not None else {}) | data
+
+
+@dataclass(frozen=True)
+class AttentionRecord(LawRecord):
+    """The record of an attention layer's law: its configuration and Gaussian-equivalence coefficients too."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    config_toml: str = ""
+    coefficients: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        head = {"name": data.pop("name", None), "config": data.pop("config"), "config_toml": data.pop("config_toml"),
+                "coefficients": data.pop("coefficients")}
+        return head | data
+
+
+def record_from_json(data: dict[str, Any]) -> LawRecord:
+    """The record of :meth:`LawRecord.to_json` (an :class:`AttentionRecord` when it has a configuration)."""
+    data = dict(data)
+    data["polynomial_info"] = PolynomialInfo(**data["polynomial_info"])
+    data["latex"] = LatexParts(**data["latex"])
+    kind = AttentionRecord if "config" in data else LawRecord
+    known = {f.name for f in fields(kind)}
+    return kind(**{key: value for key, value in data.items() if key in known})
+
+
+def system_entry(minimal: MinimalSystem, meanings: Mapping[sp.Symbol, Meaning], pencil: Pencil, model: str) -> dict[str, Any]:
+    """The minimal system as JSON: counts, unknowns with their meanings and equations, the definitions,
+    m(w), and what Y and G stand for (docs/exports.md §5.1)."""
+    return {
+        "reduced_unknowns": len(minimal.reduced.unknowns),
+        "unknowns": [str(c) for c in minimal.unknowns],
+        "meanings": [meanings[c].text(pencil) for c in minimal.unknowns],
+        "equations": [f"{c} = {f}" for c, f in minimal.equations],
+        "definitions": [{"symbol": str(d), "meaning": meanings[d].text(pencil), "equation": f"{d} = {f}"}
+                        for d, f in minimal.definitions],
+        "output": str(minimal.output),
+        "notation": f"G = (w - Y^T Y)^(-1) with Y = {model}; (1/N) tr[.] is the normalised trace over a dimension of size N",
+    }
+
+
+def _equation_latex(g: sp.Symbol, f: sp.Expr, meaning: Meaning, pencil: Pencil) -> list[Any]:
+    """[unknown, terms, meaning, heads] of g = f: one term (the equation) where it fits a line, else
+    the terms of num - g den = 0, which the document breaks over lines; the meaning as mathematics
+    and the heads it is about as text."""
+    whole = rf"{sp.latex(g)} = {sp.latex(f)}"
+    if printed_width(whole) <= WIDTH:
+        return [sp.latex(g), [whole], meaning.latex(pencil), meaning.heads or ""]
+    num, den = sp.fraction(sp.together(f))
+    return [sp.latex(g), terms_of(sp.expand(num - g * den)), meaning.latex(pencil), meaning.heads or ""]
+
+
+def _nonzero_entries(M: sp.Matrix) -> list[tuple[tuple[int, int], sp.Expr]]:
+    """Nonzero entries of a symmetric matrix on and above the diagonal."""
+    return [((a, b), M[a, b]) for a in range(M.rows) for b in range(a, M.cols) if M[a, b] != 0]
+
+
+def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.Expr], elimination: Elimination,
+                 classified: EdgeClassification | None, fold: list[Edge], atoms: list[Atom], atom_method: str,
+                 dps: int, minimal: MinimalSystem, meanings: Mapping[sp.Symbol, Meaning]) -> LawRecord:
+    """The record of a law from its derivation and answers: exact moments at the values and symbolic,
+    the elimination, its classified discriminant edges (None: the ``fold`` edges, refined on P or not), atoms,
+    and the minimal system with the meanings of its unknowns."""
+    system, model = derivation.system, derivation.model
+    model_terms = model.args if isinstance(model, MatAdd) else (model,)
+    heads = template = None
+    if isinstance(model, ExchangeableSum) and printed_width(sp.latex(model)) > WIDTH:  # Y = sum_h T^{(h)}, T broken
+        heads, template = sp.latex(model.heads), terms_of(without_powers(model.template.doit().expand()))
+    edges = ([edge_entry(e, dps, refined=False) for e in classified.edges] if classified is not None
+             else [edge_entry(e, dps) for e in fold])
+    latex = LatexParts(
+        model=[sp.latex(t) for t in model_terms],
+        ratios=[rf"{sp.latex(sp.Symbol(str(d)))} = {sp.latex(v)}" for d, v in derivation.ratios.items()],
+        unknowns=[sp.latex(g) for g in system.unknowns],
+        output=sp.latex(system.output),
+        sectors=[[sec.name, [rf"M_{{{sec.labels[a]},{sec.labels[b]}}} = {sp.latex(v)}" for (a, b), v in _nonzero_entries(sec.matrix())]]
+                 for sec in system.sectors],
+        readouts=[sp.latex(e) for e in system.readout_equations()],
+        polynomial=None if elimination.polynomial is None else collected_terms(elimination.polynomial, M),
+        moments=[terms_of(g) for g in general],
+        heads=heads,
+        template=template,
+        minimal=[_equation_latex(c, f, meanings[c], derivation.pencil) for c, f in minimal.equations],
+        minimal_definitions=[_equation_latex(d, f, meanings[d], derivation.pencil) for d, f in minimal.definitions],
+    )
+    return LawRecord(
+        model=str(model),
+        ratios={str(d): str(v) for d, v in derivation.ratios.items()},
+        values={str(k): str(v) for k, v in derivation.values.items()},
+        unknowns=len(system.unknowns),
+        notes=list(system.notes),
+        moments=[moment_entry(m, g) for m, g in zip(exact, general)],
+        polynomial=None if elimination.polynomial is None else str(elimination.polynomial),
+        polynomial_reason=elimination.reason,
+        polynomial_info=PolynomialInfo(elimination.degree_m, elimination.degree_w, [str(v) for v in elimination.symbolic],
+                                       {str(k): str(v) for k, v in elimination.substituted.items()}, elimination.backend,
+                                       method=None if elimination.polynomial is None else elimination.method),
+        edge_method="discriminant" if classified is not None else (
+            "polynomial" if fold and all(e.method == "polynomial" for e in fold) else "continuation"),
+        edges=edges,
+        edge_candidates=[] if classified is None else [{"location": mpmath.nstr(c.location, dps), "kind": c.kind}
+                                                       for c in classified.candidates],
+        cusps=[] if classified is None else [mpmath.nstr(c, dps) for c in classified.cusps],
+        gaps=[] if classified is None else [[mpmath.nstr(a, dps), mpmath.nstr(b, dps)] for a, b in classified.gaps],
+        atom_method=atom_method,
+        atoms=[atom_entry(a) for a in atoms],
+        latex=latex,
+        system=system_entry(minimal, meanings, derivation.pencil, str(model)),
+    )

@@ -1,0 +1,1 @@
+"""The Dyson system reduced, cut to its minimal system, expanded in moments and scaled."""

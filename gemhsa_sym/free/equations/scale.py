@@ -1,0 +1,99 @@
+"""The scale of a law: an upper bound of its support that sets where the continuation starts (docs/solving.md §3.10).
+
+The norm bound of the polynomial (the limit of Bai–Yin for each monomial) is rigorous,
+but for a sum over many heads it grows like H while the law does not: at H = 10^5 it is
+10^15 times the top of the support, and every threshold relative to it loses the law in
+double precision. Where the bound exceeds the law's own size sqrt(mu_2) (exact, from the
+series) by more than :data:`LOOSE` (which costs the series, so moderately loose bounds are kept), the scale is :data:`MARGIN` sqrt(mu_2) instead, kept
+only after the continuation from above the rigorous bound has verified that no support
+lies between the two. A law without a norm bound (infinitely many heads, whose bound grows like
+H) takes 2 LOOSE sqrt(mu_2) in its place: the tightened scale is then verified by the same
+continuation, but its bound is not rigorous.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
+
+from gemhsa_sym.free.equations.series import moment_series
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, without_powers
+from gemhsa_sym.free.expressions.system import DysonSystem
+from gemhsa_sym.free.numeric.continuation import follow_branch
+from gemhsa_sym.free.numeric.results import SUPPORT_THRESHOLD, top_of
+from gemhsa_sym.free.numeric.systems import DOUBLE, NumericSystem
+
+__all__ = ["LOOSE", "MARGIN", "SCALE_RANGE", "ScaleError", "law_scale", "norm_bound", "to_float"]
+
+#: The norm bound counts as loose above this many times sqrt(mu_2).
+LOOSE = 1e10
+#: The tightened scale, in units of sqrt(mu_2).
+MARGIN = 1e3
+#: Scales the double-precision continuation solves: beyond, products of its unknowns over- or underflow.
+SCALE_RANGE = (1e-30, 1e20)
+
+
+class ScaleError(ValueError):
+    """The law's scale lies outside :data:`SCALE_RANGE`."""
+
+
+def to_float(expr: Any, values: Mapping[sp.Symbol, Any]) -> float:
+    """A float from an expression and values for its symbols; ValueError naming what has no value."""
+    e = sp.sympify(expr).subs(values) if values else sp.sympify(expr)
+    if e.free_symbols:
+        raise ValueError(f"parameters: no value given for {', '.join(sorted(map(str, e.free_symbols)))}")
+    return float(e)
+
+
+def norm_bound(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any]) -> float:
+    """||Y|| <= sum over monomials |c| prod sqrt(s)(sqrt(a_rows) + sqrt(a_cols)) (limit of Bai–Yin)."""
+    alpha = {str(d): to_float(v, values) for d, v in ratios.items()}
+    expanded = without_powers(polynomial.doit().expand())
+    terms = expanded.args if isinstance(expanded, MatAdd) else (expanded,)
+    total = 0.0
+    for term in terms:
+        if isinstance(term, MatMul):
+            c, mats = term.as_coeff_matrices()
+        else:
+            c, mats = sp.S.One, [term]
+        prod = abs(to_float(c, values))
+        for mat in mats:
+            g = mat.arg if isinstance(mat, Transpose) else mat
+            if isinstance(g, Gaussian):
+                prod *= np.sqrt(to_float(g.scale, values)) * (np.sqrt(alpha[str(g.rows)]) + np.sqrt(alpha[str(g.cols)]))
+        total += prod
+    return total
+
+
+def law_scale(bound: float, full: DysonSystem, values: Mapping[sp.Symbol, Any]) -> float:
+    """``bound`` (the squared norm bound, inf where there is none), or the verified tighter scale of the
+    module docstring; ScaleError when it lies outside :data:`SCALE_RANGE`."""
+    if bound == np.inf:
+        bound = 2 * LOOSE * np.sqrt(max(to_float(moment_series(full, 2)[1], values), 0.0))
+    scale = _tightened(bound, full, values) if np.isfinite(bound) else bound
+    low, high = SCALE_RANGE
+    if not low <= scale <= high:
+        raise ScaleError(f"scale: the law extends to about {scale:.3g}, outside the range {low:g} to {high:g} "
+                         "that the double-precision solver covers")
+    return scale
+
+
+def _tightened(bound: float, full: DysonSystem, values: Mapping[sp.Symbol, Any]) -> float:
+    """The scale of the module docstring for a finite ``bound``."""
+    if bound <= LOOSE:  # the law would need sqrt(mu_2) < 1 to count as loose: keep the bound
+        return bound
+    second = to_float(moment_series(full, 2)[1], values)
+    if not (second > 0 and bound > LOOSE * np.sqrt(second)):
+        return bound
+    candidate = MARGIN * float(np.sqrt(second))
+    x = np.geomspace(candidate, bound, 48)
+    branch = follow_branch(NumericSystem.build(full, values, DOUBLE), x.astype(complex), top=top_of(bound),
+                           floor=1e-13 * candidate)
+    density = -branch.m.imag / np.pi
+    if np.all(branch.ok) and np.all(density <= SUPPORT_THRESHOLD / candidate):
+        return candidate
+    return bound

@@ -1,0 +1,1 @@
+"""Polynomials in Gaussian matrices, their linear pencil and their matrix Dyson system."""

@@ -1,0 +1,151 @@
+"""Symbolic rectangular Gaussian matrices and polynomials in them.
+
+A :class:`Dim` is a named dimension group whose size is ``ratio * N`` with
+N -> oo. A :class:`Gaussian` is an iid N(0, scale/N) matrix between two
+dimension groups (docs/equations.md §2.1). Polynomials are SymPy matrix expressions
+(products, sums, transposes, scalar coefficients, the same matrix several
+times); the operators of these classes check shapes on construction,
+which SymPy does not do for symbolic shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+from sympy.core.symbol import Str
+from sympy.matrices.expressions import MatAdd, MatMul, MatPow, MatrixExpr, MatrixSymbol, Transpose
+
+from gemhsa_sym.parse import to_number
+
+__all__ = ["Dim", "Gaussian", "ShapeMismatch", "dims_of", "gaussians_of", "is_polynomial", "without_powers"]
+
+
+class ShapeMismatch(ValueError):
+    """Two matrix expressions whose shapes do not fit together."""
+
+
+class Dim(sp.Symbol):
+    """A dimension group: a positive symbol standing for a size ``ratio * N``."""
+
+    def __new__(cls, name: str) -> "Dim":
+        return super().__new__(cls, name, positive=True)
+
+
+def _shape_str(m: MatrixExpr) -> str:
+    return f"{m} ({m.rows} x {m.cols})"
+
+
+def _checked(expr: Any) -> Any:
+    """Re-wrap a SymPy matrix expression in the shape-checking classes (top level only)."""
+    for plain, checked in ((MatMul, _MatMul), (MatAdd, _MatAdd), (Transpose, _Transpose)):
+        if type(expr) is plain:
+            return checked(*expr.args)
+    return expr
+
+
+class _ShapeChecked:
+    """Arithmetic that validates shapes before building the SymPy expression."""
+
+    def __mul__(self, other: Any) -> Any:
+        if isinstance(other, MatrixExpr) and self.cols != other.rows:
+            raise ShapeMismatch(
+                f"cannot multiply {_shape_str(self)} by {_shape_str(other)}: "
+                f"inner dimensions {self.cols} and {other.rows} differ"
+            )
+        return _checked(MatrixExpr.__mul__(self, other))
+
+    __matmul__ = __mul__
+
+    def __rmul__(self, other: Any) -> Any:
+        return _checked(MatrixExpr.__rmul__(self, other))
+
+    def __add__(self, other: Any) -> Any:
+        if isinstance(other, MatrixExpr) and self.shape != other.shape:
+            raise ShapeMismatch(f"cannot add {_shape_str(self)} and {_shape_str(other)}")
+        return _checked(MatrixExpr.__add__(self, other))
+
+    def __radd__(self, other: Any) -> Any:
+        return _checked(MatrixExpr.__radd__(self, other))
+
+    def __sub__(self, other: Any) -> Any:
+        return self + (-1) * other
+
+    def __neg__(self) -> Any:
+        return _checked(MatrixExpr.__neg__(self))
+
+    def __truediv__(self, other: Any) -> Any:
+        return self * (sp.S.One / (other if isinstance(other, sp.Expr) else to_number(other, "divisor")))
+
+    @property
+    def T(self) -> Any:  # noqa: N802 - SymPy's name
+        return _checked(Transpose(self).doit())
+
+
+class _MatMul(_ShapeChecked, MatMul):
+    pass
+
+
+class _MatAdd(_ShapeChecked, MatAdd):
+    pass
+
+
+class _Transpose(_ShapeChecked, Transpose):
+    pass
+
+
+class Gaussian(_ShapeChecked, MatrixSymbol):
+    """A ``rows x cols`` matrix with iid N(0, scale/N) entries; rows and cols are :class:`Dim`."""
+
+    def __new__(cls, name: str | Str, rows: Dim, cols: Dim, scale: Any = 1) -> "Gaussian":
+        if not isinstance(rows, sp.Symbol) or not isinstance(cols, sp.Symbol):
+            raise TypeError(f"Gaussian {name}: rows and cols must be Dim objects, got {rows!r}, {cols!r}")
+        scale = scale if isinstance(scale, sp.Expr) else to_number(scale, f"Gaussian {name}: scale")
+        if scale.is_positive is False:
+            raise ValueError(f"Gaussian {name}: scale must be positive, got {scale}")
+        name = name if isinstance(name, Str) else Str(name)
+        return sp.Basic.__new__(cls, name, rows, cols, scale)
+
+    @property
+    def scale(self) -> sp.Expr:
+        """Entry variance times N."""
+        return self.args[3]
+
+    def _hashable_content(self) -> tuple:
+        return self.args
+
+
+def gaussians_of(expr: MatrixExpr) -> tuple[Gaussian, ...]:
+    """The distinct Gaussian matrices of a polynomial, sorted by name."""
+    found = {a for a in sp.preorder_traversal(expr) if isinstance(a, Gaussian)}
+    return tuple(sorted(found, key=lambda g: (g.name, str(g.rows), str(g.cols))))
+
+
+def dims_of(expr: MatrixExpr) -> tuple[Dim, ...]:
+    """The dimension groups a polynomial involves, sorted by name."""
+    dims = {expr.rows, expr.cols}
+    for g in gaussians_of(expr):
+        dims.update((g.rows, g.cols))
+    return tuple(sorted(dims, key=str))
+
+
+def is_polynomial(expr: Any) -> bool:
+    """True for a matrix expression built from Gaussians, identities, sums, products, transposes."""
+    if isinstance(expr, (Gaussian, sp.Identity, sp.ZeroMatrix)):
+        return True
+    if isinstance(expr, MatPow):
+        return expr.exp.is_Integer and expr.exp > 0 and is_polynomial(expr.base)
+    if isinstance(expr, (MatMul, MatAdd, Transpose)):
+        return all(is_polynomial(a) for a in expr.args if isinstance(a, MatrixExpr))
+    return False
+
+
+def without_powers(expr: Any) -> Any:
+    """``expr`` with every positive integer power A**k written as the product A A ... A.
+
+    SymPy turns ``Z @ Z`` into ``Z**2``; the pencil and the evaluators read products.
+    """
+    return expr.replace(
+        lambda e: isinstance(e, MatPow) and e.exp.is_Integer and e.exp > 0,
+        lambda e: MatMul(*([e.base] * int(e.exp))),
+    )

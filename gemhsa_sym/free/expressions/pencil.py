@@ -1,0 +1,219 @@
+"""Automatic self-adjoint linear pencils of the hermitisation of a polynomial.
+
+The polynomial Y is read as a path sum over a series-parallel graph: sums
+are parallel edges, products are chains through intermediate nodes, every
+leaf (a Gaussian, its transpose, or c*I) is one edge. With inner nodes
+1..m, edges i -> j give Q = -I + N (N nilpotent), edges from the source give
+u, edges into the sink give v, and Y = Y_lin - u Q^{-1} v. The self-adjoint
+pencil of [[0, Y], [Y^T, 0]] has blocks (s, t, V_1..V_m, U_1..U_m):
+
+    L = [[0, Y_lin, 0, u], [Y_lin^T, 0, v^T, 0], [0, v, 0, Q], [u^T, 0, Q^T, 0]]
+
+(Helton, Mai & Speicher 2018; docs/equations.md §2.2). Its Schur complement onto the
+outer blocks is the hermitisation, which :meth:`Pencil.schur_complement`
+recomputes symbolically from the pencil entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
+
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, is_polynomial, without_powers
+
+__all__ = ["Block", "Placement", "Constant", "Pencil", "linearise"]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block row/column of the pencil, living in dimension group ``dim``."""
+
+    name: str
+    dim: Dim
+
+
+@dataclass(frozen=True)
+class Placement:
+    """``coeff * matrix`` at block position (row, col), and its transpose at (col, row)."""
+
+    matrix: Gaussian
+    row: int
+    col: int
+    coeff: sp.Expr
+
+
+@dataclass(frozen=True)
+class Constant:
+    """``coeff * I`` at block position (row, col) and at (col, row); both blocks share a dim."""
+
+    row: int
+    col: int
+    coeff: sp.Expr
+
+
+@dataclass(frozen=True)
+class Pencil:
+    """A self-adjoint linear pencil L = L0 + sum of Gaussian placements (docs/equations.md §2.2)."""
+
+    polynomial: MatrixExpr
+    blocks: tuple[Block, ...]
+    placements: tuple[Placement, ...]
+    constants: tuple[Constant, ...]
+    source: int = 0
+    sink: int = 1
+
+    @property
+    def inner(self) -> int:
+        """Number of inner nodes m (the pencil has 2 + 2m blocks)."""
+        return (len(self.blocks) - 2) // 2
+
+    def _entries(self) -> dict[tuple[int, int], MatrixExpr]:
+        """Block (row, col) -> matrix expression, for the upper pattern written by the builder."""
+        out: dict[tuple[int, int], list[MatrixExpr]] = {}
+        for p in self.placements:
+            out.setdefault((p.row, p.col), []).append(p.coeff * p.matrix)
+        for c in self.constants:
+            out.setdefault((c.row, c.col), []).append(c.coeff * sp.Identity(self.blocks[c.row].dim))
+        return {k: (MatAdd(*v).doit() if len(v) > 1 else v[0]) for k, v in out.items()}
+
+    def _block(self, entries: dict[tuple[int, int], MatrixExpr], r: int, c: int) -> MatrixExpr | None:
+        """The (r, c) block of L: the stored (r, c) entry plus the transpose of a stored (c, r) one.
+
+        Both exist when a matrix and its transpose join the same pair of nodes (Z + Z^T).
+        """
+        parts = [entries[(r, c)]] if (r, c) in entries else []
+        if (c, r) in entries and c != r:
+            parts.append(Transpose(entries[(c, r)]).doit())
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else MatAdd(*parts).doit()
+
+    def _edges(self) -> tuple[dict[int, MatrixExpr], dict[int, MatrixExpr], dict[tuple[int, int], MatrixExpr]]:
+        """The matrices on the edges source -> i (u_i), i -> sink (v_i) and i -> j (N_ij) of inner nodes."""
+        m, ent = self.inner, self._entries()
+        V, U = [2 + i for i in range(m)], [2 + m + i for i in range(m)]
+        u = {i: e for i in range(m) if (e := self._block(ent, self.source, U[i])) is not None}
+        v = {i: e for i in range(m) if (e := self._block(ent, V[i], self.sink)) is not None}
+        n = {(i, j): e for i in range(m) for j in range(m) if i != j and (e := self._block(ent, V[i], U[j])) is not None}
+        return u, v, n
+
+    def paths(self) -> tuple[dict[int, MatrixExpr], dict[int, MatrixExpr], dict[tuple[int, int], MatrixExpr]]:
+        """Path sums of the graph (-Q^{-1} = sum_k N^k): from the source to each inner node i (A_i),
+        from i to the sink (B_i) and from i to j (P_ij), where a path exists (docs/equations.md §2.8)."""
+        u, v, n = self._edges()
+        m = self.inner
+        between: dict[tuple[int, int], MatrixExpr | None] = {}
+
+        def path(i: int, j: int) -> MatrixExpr | None:
+            if (i, j) not in between:
+                terms = [n[(i, j)]] if (i, j) in n else []
+                terms += [n[(i, k)] * rest for k in range(m) if (i, k) in n and (rest := path(k, j)) is not None]
+                between[(i, j)] = MatAdd(*terms).doit() if terms else None
+            return between[(i, j)]
+
+        def total(terms: list[MatrixExpr]) -> MatrixExpr | None:
+            return MatAdd(*terms).doit() if terms else None
+
+        prefix = {j: e for j in range(m) if (e := total(([u[j]] if j in u else [])
+                                                        + [u[i] * p for i in u if (p := path(i, j)) is not None])) is not None}
+        suffix = {i: e for i in range(m) if (e := total(([v[i]] if i in v else [])
+                                                       + [p * v[j] for j in v if (p := path(i, j)) is not None])) is not None}
+        return prefix, suffix, {(i, j): p for i in range(m) for j in range(m) if i != j and (p := path(i, j)) is not None}
+
+    def schur_complement(self) -> MatrixExpr:
+        """Y recomputed from the pencil: Y_lin - u Q^{-1} v with Q^{-1} = -sum_k N^k."""
+        u, _, _ = self._edges()
+        _, suffix, _ = self.paths()
+        terms = []
+        y_lin = self._block(self._entries(), self.source, self.sink)
+        if y_lin is not None:
+            terms.append(y_lin)
+        terms += [u[j] * suffix[j] for j in u if j in suffix]
+        if not terms:
+            return sp.ZeroMatrix(self.polynomial.rows, self.polynomial.cols)
+        return MatAdd(*terms).doit()
+
+    def check(self) -> None:
+        """Raise if the Schur complement does not expand to the polynomial."""
+        diff = (self.schur_complement() - self.polynomial).doit().expand()
+        if not (diff == 0 or isinstance(diff, sp.ZeroMatrix)):
+            raise AssertionError(f"pencil Schur complement differs from the polynomial by {diff}")
+
+
+@dataclass
+class _Graph:
+    """Series-parallel graph under construction: nodes are dims, edges carry labels."""
+
+    dims: list[Dim]
+    edges: list[tuple[int, int, object, sp.Expr, bool]] = field(default_factory=list)
+
+    def node(self, dim: Dim) -> int:
+        self.dims.append(dim)
+        return len(self.dims) - 1
+
+    def build(self, expr: MatrixExpr, a: int, b: int, coeff: sp.Expr) -> None:
+        """Add edges between nodes a and b whose path sum is coeff * expr."""
+        if isinstance(expr, (sp.ZeroMatrix,)) or coeff == 0:
+            return
+        if isinstance(expr, Transpose) and not isinstance(expr.arg, Gaussian):
+            self.build(expr.doit(), a, b, coeff)
+        elif isinstance(expr, MatAdd):
+            for term in expr.args:
+                self.build(term, a, b, coeff)
+        elif isinstance(expr, MatMul):
+            c, mats = expr.as_coeff_matrices()
+            mats = [mm for mm in mats if not isinstance(mm, sp.Identity)]
+            coeff = coeff * c
+            if not mats:
+                self.edges.append((a, b, None, coeff, False))
+                return
+            nodes = [a] + [self.node(mm.cols) for mm in mats[:-1]] + [b]
+            for k, mm in enumerate(mats):
+                self.build(mm, nodes[k], nodes[k + 1], coeff if k == 0 else sp.S.One)
+        elif isinstance(expr, Gaussian):
+            self.edges.append((a, b, expr, coeff, False))
+        elif isinstance(expr, Transpose):
+            self.edges.append((a, b, expr.arg, coeff, True))
+        elif isinstance(expr, sp.Identity):
+            self.edges.append((a, b, None, coeff, False))
+        else:
+            raise NotImplementedError(f"cannot linearise the matrix expression {expr} of type {type(expr).__name__}")
+
+
+def linearise(polynomial: MatrixExpr) -> Pencil:
+    """The self-adjoint pencil of the hermitisation of ``polynomial`` (module docstring)."""
+    if not is_polynomial(polynomial):
+        raise TypeError(f"not a polynomial in Gaussian matrices: {polynomial}")
+    names: dict[str, Gaussian] = {}
+    for g in sp.preorder_traversal(polynomial):
+        if isinstance(g, Gaussian):
+            if names.setdefault(g.name, g) != g:
+                raise ValueError(f"two different Gaussian matrices are both called {g.name}: {names[g.name]!r} and {g!r}")
+    graph = _Graph([polynomial.rows, polynomial.cols])
+    graph.build(without_powers(polynomial), 0, 1, sp.S.One)
+    m = len(graph.dims) - 2
+    blocks = [Block("s", graph.dims[0]), Block("t", graph.dims[1])]
+    blocks += [Block(f"v{i + 1}", graph.dims[2 + i]) for i in range(m)]
+    blocks += [Block(f"u{i + 1}", graph.dims[2 + i]) for i in range(m)]
+
+    def row_block(node: int) -> int:
+        """Block where edges leaving ``node`` start: s for the source, V_i for inner nodes."""
+        return 0 if node == 0 else node  # inner node k (k >= 2) is V_{k-1} at block k
+
+    def col_block(node: int) -> int:
+        """Block where edges entering ``node`` end: t for the sink, U_i for inner nodes."""
+        return 1 if node == 1 else node + m
+
+    placements: list[Placement] = []
+    constants = [Constant(2 + i, 2 + m + i, sp.S.NegativeOne) for i in range(m)]
+    for a, b, mat, coeff, transposed in graph.edges:
+        r, c = row_block(a), col_block(b)
+        if mat is None:
+            constants.append(Constant(r, c, coeff))
+        elif transposed:
+            placements.append(Placement(mat, c, r, coeff))
+        else:
+            placements.append(Placement(mat, r, c, coeff))
+    return Pencil(polynomial, tuple(blocks), tuple(placements), tuple(constants))

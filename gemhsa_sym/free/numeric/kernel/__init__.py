@@ -1,0 +1,1 @@
+"""The compiled kernel of the continuation (numba)."""

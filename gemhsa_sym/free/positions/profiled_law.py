@@ -1,0 +1,257 @@
+"""The law of a polynomial whose Gaussians carry variance profiles (docs/solving.md §3.11).
+
+:class:`ProfiledModel` holds the polynomial, the ratios, the positional dimension group and the
+profiles; :meth:`ProfiledModel.system` discretises its Dyson equation (:mod:`.profiles`) at a level
+of :data:`LEVELS`, each with about twice the nodes of the one before. :meth:`ProfiledModel.levels`
+yields m(w) level after level (as does any :class:`LeveledModel`, such as the masked scores of
+:mod:`.two_point`); the driver :func:`stieltjes` keeps each point's m at the first level where it
+differs from the previous level's by at most ``tol`` (1 + |m|), asks the next levels for the other
+points only, and reports that difference as the achieved error beside every value; a request that
+the last level cannot meet is refused with the error it reached. Densities are -Im m(x + i0) / pi;
+the distribution function comes from one contour integral (mass up to a point, atoms included) and
+the density integrated from there, so it needs no moment: the laws of singular profiles (the causal
+layer) have none.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from sympy.matrices.expressions import MatrixExpr
+
+from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, dims_of, gaussians_of, is_polynomial
+from gemhsa_sym.free.expressions.pencil import Pencil, linearise
+from gemhsa_sym.free.numeric.continuation import follow_branch
+from gemhsa_sym.free.numeric.descent import BranchError
+from gemhsa_sym.free.numeric.systems import NumericSystem
+from gemhsa_sym.free.positions.profiles import Profile, Quadrature, profiled_system
+from gemhsa_sym.parse import to_number
+
+__all__ = ["LEVELS", "ProfileError", "LeveledModel", "ProfiledModel", "ProfiledValues", "Distribution", "stieltjes",
+           "density", "distribution"]
+
+#: (Gauss-Legendre order per panel, octaves of geometric grading towards t = 0) of each level.
+LEVELS: tuple[tuple[int, int], ...] = ((4, 8), (6, 16), (8, 24), (10, 32))
+#: Heights tried for the fixed-point start (the discretised norm grows like the deepest node's variance).
+START_HEIGHTS: tuple[float, ...] = tuple(10.0 ** k for k in range(2, 18, 2))
+#: Steps of the fixed-point iteration allowed at a start height.
+FIXED_POINT_STEPS = 100
+#: Gauss-Legendre nodes per decade of the angle on the arc of the contour integral of the distribution function.
+ARC_NODES = 8
+
+
+class ProfileError(ArithmeticError):
+    """The discretisation did not reach the requested tolerance at its last level."""
+
+
+@dataclass(frozen=True, eq=False)
+class ProfiledModel:
+    """A polynomial in Gaussian matrices, some with variance profiles over the positions of ``positions``.
+
+    ``breaks`` are positions where a profile jumps (added as panel edges, so that the quadrature
+    stays exact for piecewise polynomial integrands).
+    """
+
+    polynomial: MatrixExpr
+    ratios: Mapping[Dim, Any]
+    positions: Dim
+    profiles: Mapping[Gaussian, Profile]
+    breaks: tuple[float, ...] = ()
+    _systems: dict[int, NumericSystem] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not is_polynomial(self.polynomial):
+            raise ValueError(f"polynomial: not a polynomial in Gaussian matrices: {self.polynomial}")
+        dims = {str(d) for d in dims_of(self.polynomial)}
+        if str(self.positions) not in dims:
+            raise ValueError(f"positions: {self.positions} is not a dimension group of the polynomial")
+        used = set(gaussians_of(self.polynomial))
+        for X in self.profiles:
+            if X not in used:
+                raise ValueError(f"profiles: {X} is not a matrix of the polynomial")
+        ratios = {d: to_number(v, f"ratios.{d}") for d, v in self.ratios.items()}
+        if any(not v.is_positive for v in ratios.values()):
+            raise ValueError("ratios: every size ratio must be positive")
+        object.__setattr__(self, "ratios", ratios)
+        if any(not 0 < b < 1 for b in self.breaks):
+            raise ValueError("breaks: positions of jumps lie strictly between 0 and 1")
+
+    @functools.cached_property
+    def pencil(self) -> Pencil:
+        """The linear pencil of the polynomial (docs/equations.md §2.2)."""
+        return linearise(self.polynomial)
+
+    def quadrature(self, level: int) -> Quadrature:
+        """The nodes of ``level`` (:data:`LEVELS`)."""
+        order, octaves = LEVELS[level]
+        return Quadrature.graded(1, octaves, order, self.breaks)
+
+    def system(self, level: int) -> NumericSystem:
+        """The discretised Dyson system at ``level`` (built once)."""
+        if level not in self._systems:
+            self._systems[level] = profiled_system(self.pencil, self.ratios, self.positions, self.profiles,
+                                                   self.quadrature(level))
+        return self._systems[level]
+
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
+        """(level, nodes, m(w)) for every level in turn, every point solved (a mask sent is not needed: a level costs
+        seconds); BranchError where a point fails verification."""
+        for level in range(len(LEVELS)):
+            system = self.system(level)
+            branch = follow_branch(system, w, max(start_height(system), 10 * float(np.max(np.abs(w)))), floor)
+            if not np.all(branch.ok):
+                bad = w[~branch.ok]
+                raise BranchError(f"m(w) failed verification at {bad.size} point(s), e.g. w = {bad[0]:.6g}, level {level}")
+            yield level, self.quadrature(level).size, branch.m
+
+
+@dataclass(frozen=True)
+class ProfiledValues:
+    """m(w) at the targets, the achieved error (the change from the level before), the level and its nodes."""
+
+    w: np.ndarray
+    m: np.ndarray
+    error: np.ndarray
+    level: int
+    nodes: int
+
+
+def start_height(system: NumericSystem) -> float:
+    """The lowest of :data:`START_HEIGHTS` at which the fixed-point iteration g <- R(g, w) from 0 converges
+    by itself at w = i top (to 1e-12 in :data:`FIXED_POINT_STEPS` steps): there it reaches the physical
+    solution (docs/solving.md §3.5), which a Newton polish of an unconverged iterate need not."""
+    for top in START_HEIGHTS:
+        w = np.array([1j * top])
+        g = np.zeros((1, system.size), dtype=complex)
+        for _ in range(FIXED_POINT_STEPS):
+            new = system.readout(w, g)
+            done = np.max(np.abs(new - g)) <= 1e-12 * (1 + np.max(np.abs(new)))
+            g = new
+            if done:
+                return top
+    raise BranchError(f"the fixed-point iteration did not converge up to Im w = {START_HEIGHTS[-1]:g}")
+
+
+class LeveledModel(Protocol):
+    """A law computed on ever finer discretisations: :class:`ProfiledModel`, and the masked scores of
+    :class:`~.two_point_solver.MaskedScoresModel`."""
+
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
+        """(level, nodes, m(w)) for every level in turn (``floor``: the height of the drivers' last step); a boolean
+        mask sent to the generator names the points the next levels must solve (the others may be left as they are)."""
+        ...
+
+
+def stieltjes(model: LeveledModel, w: Any, tol: float = 1e-6, floor: float | np.ndarray = 1e-4) -> ProfiledValues:
+    """m(w) on the upper half plane to ``tol`` (1 + |m|) in the level-to-level change (module docstring): each point
+    keeps the value of its first level within ``tol``, and the levels after it are asked (by ``send``) for the points
+    still above; ``level`` and ``nodes`` are those of the last level a point needed."""
+    w = np.atleast_1d(np.asarray(w, dtype=complex))
+    if not tol > 0:
+        raise ValueError(f"tol: must be positive, got {tol}")
+    previous, error, nodes = None, np.full(w.shape, np.inf), 0
+    active = np.ones(w.shape, dtype=bool)
+    levels = model.levels(w, floor)
+    while True:
+        try:
+            level, nodes, m = next(levels) if previous is None else levels.send(active.copy())
+        except StopIteration:
+            break
+        except MemoryError as exc:  # the next level does not fit: the last one reached is the answer's bound
+            if previous is None:
+                raise
+            worst = float(np.max(error / (1 + np.abs(previous))))
+            raise ProfileError(f"tol: m(w) changed by {worst:.2e} (1 + |m|) at {nodes} nodes, above {tol:g}, and {exc}") from None
+        if previous is not None:
+            m = np.where(active, m, previous)
+            error = np.where(active, np.abs(m - previous), error)
+            active = error > tol * (1 + np.abs(m))
+            if not np.any(active):
+                return ProfiledValues(w, m, error, level, nodes)
+        previous = m
+    worst = float(np.max(error / (1 + np.abs(previous))))
+    raise ProfileError(f"tol: the last level ({nodes} nodes) changed m(w) by {worst:.2e} (1 + |m|), above {tol:g}")
+
+
+def density(model: LeveledModel, x: Any, tol: float = 1e-6) -> ProfiledValues:
+    """m(x + i0) at real points (``m.imag`` = -pi times the density), to ``tol`` as :func:`stieltjes`."""
+    x = np.atleast_1d(np.asarray(x, dtype=float))
+    return stieltjes(model, x + 0j, tol, floor=1e-6 * (1 + np.abs(x)))
+
+
+def mass_below(model: LeveledModel, x: float, tol: float = 1e-6) -> tuple[float, float]:
+    """The mass of [0, x] (atoms included) and its achieved error: F(x) = -(1/pi) Im int m(w) dw along the
+    half circle in the upper half plane from -a to x (a = max(1, x)), where m is analytic but at x. The
+    angle from x is integrated in log theta (Gauss-Legendre, :data:`ARC_NODES` per decade) down to the
+    distance 1e-3 x from x (an angle of at most 1e-6); below, m is taken constant (its value at the first
+    node), which m, varying on the scale of x there, misses by about |m| (1e-3 x)^2 / (pi x) in F: that
+    is added to the achieved error (docs/solving.md §3.11)."""
+    if not x > 0:
+        raise ValueError(f"x: the mass below a point is asked at positive points, got {x}")
+    a = max(1.0, x)
+    centre, radius = (x - a) / 2, (x + a) / 2
+    low = np.log(min(1e-6, 1e-3 * x / radius))
+    edges = np.linspace(low, np.log(np.pi), max(2, int(np.ceil((np.log(np.pi) - low) / np.log(10)))) + 1)
+    nodes, weights = np.polynomial.legendre.leggauss(ARC_NODES)
+    half = np.diff(edges)[:, None] / 2
+    s = (edges[:-1, None] + half * (nodes + 1)).ravel()
+    ds = (half * weights).ravel()
+    theta = np.exp(s)
+    points = centre + radius * np.exp(1j * theta)
+    values = stieltjes(model, points, tol, floor=points.imag / 2)  # every point reached by descent
+    # the path runs from -a (theta = pi) to x (theta = 0): F = (1/pi) Im int_0^pi m w'(theta) dtheta
+    dw = 1j * radius * np.exp(1j * theta) * theta * ds
+    dw[0] += 1j * radius * np.exp(low)  # theta below the nodes: m there is m at the first node, to first order
+    mass = float(np.sum(values.m * dw).imag / np.pi)
+    constant = abs(values.m[0]) * (radius * np.exp(low)) ** 2 / (np.pi * x)
+    return mass, float(np.sum(values.error * np.abs(dw)) / np.pi) + constant
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """The distribution function on a grid: points x, F(x), the density, the achieved error of F (the
+    level-to-level change of the mass below x[0] plus that of the density, integrated), the level and nodes."""
+
+    x: np.ndarray
+    cdf: np.ndarray
+    density: np.ndarray
+    error: float
+    level: int
+    nodes: int
+
+    def quantile(self, q: Any) -> np.ndarray:
+        """x with F(x) = q by monotone interpolation inside the grid; ValueError outside it."""
+        q = np.atleast_1d(np.asarray(q, dtype=float))
+        if np.any(q < self.cdf[0]) or np.any(q > self.cdf[-1]):
+            raise ValueError(f"q: the grid covers F from {self.cdf[0]:.4g} to {self.cdf[-1]:.4g}; widen it")
+        return np.interp(q, np.maximum.accumulate(self.cdf), self.x)
+
+    def covered_quantiles(self, qs: Any) -> list[float | None]:
+        """:meth:`quantile` of each q, None where the grid does not reach it."""
+        return [float(self.quantile(q)[0]) if self.cdf[0] <= q <= self.cdf[-1] else None for q in qs]
+
+    def tail_exponent(self, fraction: float = 0.2) -> float:
+        """kappa in P(lambda > x) ~ c x^-kappa: from the log-log slope -(kappa + 1) of the density over the top
+        ``fraction`` of the grid (the density keeps its relative accuracy where 1 - F falls below F's error)."""
+        k = max(2, int(len(self.x) * fraction))
+        return float(-np.polyfit(np.log(self.x[-k:]), np.log(self.density[-k:]), 1)[0] - 1)
+
+
+def distribution(model: LeveledModel, x: Any, tol: float = 1e-6) -> Distribution:
+    """F on an increasing grid of positive points: the mass up to x[0] by :func:`mass_below`, then the
+    density integrated in log x by the trapezoidal rule on the grid (its error is the grid's to resolve)."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 1 or x.size < 2 or np.any(np.diff(x) <= 0) or x[0] <= 0:
+        raise ValueError("x: expected an increasing grid of positive points")
+    start, error = mass_below(model, float(x[0]), tol)
+    values = stieltjes(model, x + 0j, tol, floor=1e-6 * x)
+    rho = -values.m.imag / np.pi
+    steps = np.diff(np.log(x))
+    f, df = x * rho, x * values.error / np.pi  # the density in log x and its error
+    cdf = start + np.r_[0.0, np.cumsum(steps * (f[1:] + f[:-1]) / 2)]
+    error += float(np.sum(steps * (df[1:] + df[:-1]) / 2))
+    return Distribution(x, cdf, rho, error, values.level, values.nodes)

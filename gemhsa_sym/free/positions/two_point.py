@@ -1,0 +1,250 @@
+"""The two-point Dyson equation of masked scores as a map (docs/equations.md §2.11, docs/solving.md
+§3.13, §3.14).
+
+Rows given the tokens: R = (H - w)^-1, H = sum_k phi_k C_k, phi_k = omega_k / (1 + delta_k),
+delta_k = (1/n) tr(C_k R), m = -tau(R) (the deterministic equivalent of a Gram matrix with
+independent rows, at the nodes t_k, weights omega_k, of a graded Gauss-Legendre rule). H given the
+phi_k: the Dyson equation G = (Lambda - eta(G))^-1 of the pencil of :mod:`.masked_pencil`, side by
+side, a key-side block being constant on the intervals (t_{j-1}, t_j] between nodes (only the masks
+depend on the key position there), so that a pairing over the key side is an exact sum over the
+intervals under both masks.
+
+:class:`TwoPointSystem` holds the equation at one rule as a map of the values that the pairings read
+(:meth:`TwoPointSystem.step`); :mod:`.two_point_solver` iterates it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from gemhsa_sym.free.positions.head_orbits import Block, multiplicity, side_blocks
+from gemhsa_sym.free.positions.key_side import KeySide
+from gemhsa_sym.free.positions.masked_pencil import WEIGHTS, MaskedPencil
+from gemhsa_sym.free.positions.pattern_inverse import PatternInverse
+from gemhsa_sym.free.positions.profiles import Quadrature
+
+__all__ = ["TwoPointSystem", "TwoPointState"]
+
+@dataclass(frozen=True)
+class TwoPointState:
+    """The values the pairings read (one row per point) and delta_k."""
+
+    read: np.ndarray
+    delta: np.ndarray
+
+
+class TwoPointSystem:
+    """The equation of the module docstring for ``pencil`` at the nodes of ``rule`` with Hermite data mu_1^2 / r_k
+    (``scores``) and sigma^2 (``noise``).
+
+    Every pairing of an occurrence with one of its transpose reads a block entry and lands in eta, times the
+    product of the two occurrences' weights, the Gaussian's scale times the ratio of the side it reads, and the
+    number of heads it stands for (:func:`.head_orbits.multiplicity`; pencils of exchangeable heads). A side's
+    matrix is inverted in its invariant blocks (:func:`.head_orbits.side_blocks`; one block without heads). Off
+    the key side a pairing is a row of two sparse matrices (one gathers, one scatters); on the key side, where it
+    acts on the intervals up to its last masked node, :class:`.key_side.KeySide` reads the sums over those
+    intervals and writes the blocks of every interval, which are never stored."""
+
+    def __init__(self, pencil: MaskedPencil, rule: Quadrature, scores: float, noise: float) -> None:
+        if rule.size != pencil.nodes:
+            raise ValueError(f"rule: {rule.size} nodes for a pencil written for {pencil.nodes}")
+        order = np.argsort(rule.nodes)
+        self.pencil, self.t, self.omega = pencil, rule.nodes[order], rule.weights[order]
+        self.scores, self.noise = scores, noise
+        K, heads, label = self.t.size, pencil.exchangeable, pencil.label
+        self.sides = [s for s, _ in pencil.sides]
+        self.index = {s: {v: i for i, v in enumerate(vs)} for s, vs in pencil.sides}
+        self.size = {s: len(vs) for s, vs in pencil.sides}
+        self.blocks = {s: side_blocks([(label(v), pencil.template(v)) for v in vs], heads) for s, vs in pencil.sides}
+        occ, gaussians, ratios = pencil.occurrences, dict(pencil.gaussians), dict(pencil.ratios)
+        kind = np.array([WEIGHTS.index(o.weight) for o in occ])
+        node = np.array([max(o.node, 0) for o in occ])
+        head = [next((x for x in (label(o.gaussian), label(o.row), label(o.col)) if x is not None), None) for o in occ]
+        side_of = {v: side for side, vs in pencil.sides for v in vs}
+        # the pairings of an occurrence with one of its transpose, by (side read, side written), once per orbit of heads
+        grouped: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
+        by_gaussian: dict[tuple[str, bool], list[int]] = {}
+        for x, o in enumerate(occ):
+            by_gaussian.setdefault((o.gaussian, o.transposed), []).append(x)
+        for x, o in enumerate(occ):
+            for y in by_gaussian.get((o.gaussian, not o.transposed), []):
+                count = multiplicity((label(o.row), label(occ[y].col)), (head[x], head[y]), heads)
+                if count:
+                    grouped.setdefault((side_of[o.col], side_of[o.row]), []).append((x, y, count))
+        gathers: dict[str, list[sparse.csr_matrix]] = {side: [] for side in self.sides}
+        scatters: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {side: [] for side in self.sides}
+        key_reads: list[tuple[int, int, int]] = []
+        key_writes: list[tuple[int, int, int, int]] = []
+        coefficients: list[np.ndarray] = []
+        offset = 0
+        for inner in self.sides:
+            for outer in self.sides:
+                chosen = grouped.get((inner, outer), [])
+                if not chosen:
+                    continue
+                a, b, count = (np.array(v) for v in zip(*chosen))
+                factor = np.array([gaussians[occ[x].gaussian][2] * ratios[inner] for x in a]) * count
+                # the last interval under both masks (a masked occurrence keeps the intervals up to its node)
+                last = [min([occ[z].node for z in (x, y) if occ[z].masked], default=K - 1) for x, y, _ in chosen]
+                P, si, so = len(chosen), self.size[inner], self.size[outer]
+                read = [(self.index[inner][occ[x].col], self.index[inner][occ[y].row]) for x, y, _ in chosen]
+                write = [(self.index[outer][occ[x].row], self.index[outer][occ[y].col]) for x, y, _ in chosen]
+                rows = np.arange(P)
+                if inner == "n":
+                    key_reads += [(r, c, J) for (r, c), J in zip(read, last)]
+                else:
+                    flat = np.array([r * si + c for r, c in read])
+                    gathers[inner].append(sparse.csr_matrix((np.ones(P), (rows, flat)), (P, si * si)))
+                if outer == "n":
+                    key_writes += [(offset + i, r, c, J) for i, ((r, c), J) in enumerate(zip(write, last))]
+                else:
+                    flat = np.array([r * so + c for r, c in write])
+                    scatters[outer].append((flat, rows + offset))
+                coefficients.append(np.stack([kind[a], node[a], kind[b], node[b], factor]))
+                offset += P
+        self.reads = offset
+        # per side read: one gather per block (its rows: the pairings that read the side, contiguous in the read
+        # values); per side written: one scatter per block (its columns: all read values); the key side's pairings
+        # are read and written by one :class:`.key_side.KeySide` per block
+        self._gathers = [(side, None if side == "n" else [sparse.vstack(gathers[side], format="csr") @ block.back
+                                                          for block in self.blocks[side]])
+                         for side in self.sides if gathers[side] or (side == "n" and key_reads)]
+        self._scatters = {}
+        for side, parts in scatters.items():
+            if parts:
+                flat, at = (np.concatenate(v) for v in zip(*parts))
+                scatter = sparse.csr_matrix((np.ones(flat.size), (flat, at)), (self.size[side] ** 2, offset))
+                self._scatters[side] = [block.into @ scatter for block in self.blocks[side]]
+        self._key = self._key_blocks(np.array(key_writes, dtype=int).reshape(-1, 4), np.array(key_reads, dtype=int).reshape(-1, 3))
+        kind_a, node_a, kind_b, node_b, factor = np.concatenate(coefficients, axis=1)
+        self._pairing = (kind_a.astype(int), node_a.astype(int), kind_b.astype(int), node_b.astype(int), factor)
+        feature = self.index[pencil.feature]
+        f = self.size[pencil.feature]
+        entries = [(k, feature[x] * f + feature[y], multiplicity((), (label(x), label(y)), heads))
+                   for k, pairs in enumerate(pencil.delta) for x, y in pairs]
+        k, flat, count = (np.array(v) for v in zip(*entries))
+        trace = sparse.csr_matrix((count.astype(float), (k, flat)), (K, f * f))
+        self._delta = [trace @ block.back for block in self.blocks[pencil.feature]]
+        out = pencil.side_of(pencil.output)
+        o = self.index[out][pencil.output] * (self.size[out] + 1)
+        self._output = out
+        self._m = [block.back[o] for block in self.blocks[out]]
+        self._feature_ratio = ratios[pencil.feature]
+        self._lambda = {side: [self._lambda_parts(side, block) for block in self.blocks[side]] for side in self.sides}
+        self._inverses = {side: [PatternInverse(*self._pattern(side, index)) for index in range(len(self.blocks[side]))]
+                          for side in self.sides if side != "n"}
+
+    def _key_blocks(self, writes: np.ndarray, reads: np.ndarray) -> list[tuple[KeySide, sparse.csr_matrix]]:
+        """Per block of the key side: the chain of its intervals, with the pairings' writes taken into the block, and
+        the matrix that combines its reads into the pairings' (reads, block reads)."""
+        if "n" not in self.sides or not (writes.size or reads.size):
+            return []
+        s, lengths = self.size["n"], np.diff(np.r_[0.0, self.t])
+        chains = []
+        for block in self.blocks["n"]:
+            taken = block.into.tocsc()[:, writes[:, 1] * s + writes[:, 2]].tocoo()  # (block entry, write)
+            rows = np.column_stack([writes[taken.col, 0], taken.row // block.size, taken.row % block.size,
+                                    writes[taken.col, 3]])
+            picked = sparse.csr_matrix((np.ones(len(reads)), (np.arange(len(reads)), reads[:, 0] * s + reads[:, 1])),
+                                       (len(reads), s * s)) @ block.back
+            picked = picked.tocoo()
+            wanted = np.unique(np.column_stack([picked.col, reads[picked.row, 2]]), axis=0)
+            position = {(int(e), int(J)): i for i, (e, J) in enumerate(wanted)}
+            combine = sparse.csr_matrix((picked.data, (picked.row, [position[int(e), int(reads[r, 2])]
+                                                                    for r, e in zip(picked.row, picked.col)])),
+                                        (len(reads), len(wanted)))
+            block_reads = np.column_stack([wanted[:, 0] // block.size, wanted[:, 0] % block.size, wanted[:, 1]])
+            chain = KeySide(block.size, lengths, rows, block_reads, self.reads, taken.data)
+            chains.append((chain, combine))
+        return chains
+
+    def _lambda_parts(self, side: str, block: Block) -> tuple[np.ndarray, np.ndarray]:
+        """Lambda(w) on a block of ``side`` as a + w b (flattened): -1 on the diagonal and the links, -w at the output."""
+        size = self.size[side]
+        constant, slope = -np.eye(size), np.zeros((size, size))
+        heads, label = self.pencil.exchangeable, self.pencil.label
+        if side == self._output:
+            o = self.index[side][self.pencil.output]
+            constant[o, o], slope[o, o] = 0.0, -1.0
+        for row, col, value in self.pencil.links:
+            if self.pencil.side_of(row) == side and multiplicity((label(row), label(col)), (), heads):
+                constant[self.index[side][row], self.index[side][col]] += value
+        return block.into @ constant.reshape(-1), block.into @ slope.reshape(-1)
+
+    def _pattern(self, side: str, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where the block of Lambda - eta on ``side`` may differ from -I (the output, the links, the entries eta is
+        scattered to), and the entries of its inverse that a step reads (the pairings', delta's and m's)."""
+        block = self.blocks[side][index]
+        a, b = self._lambda[side][index]
+        pattern = (np.abs(a + np.eye(block.size).reshape(-1)) > 0) | (b != 0)
+        if side in self._scatters:
+            pattern[np.unique(self._scatters[side][index].nonzero()[0])] = True
+        used = [gathers[index] for read, gathers in self._gathers if read == side and gathers is not None]
+        used += [self._delta[index]] if side == self.pencil.feature else []
+        used += [self._m[index]] if side == self._output else []
+        wanted = np.zeros(block.size**2, dtype=bool)
+        for matrix in used:
+            wanted[np.unique(matrix.nonzero()[1])] = True
+        return pattern.reshape(block.size, block.size), wanted.reshape(block.size, block.size)
+
+    def weights(self, delta: np.ndarray) -> np.ndarray:
+        """The weights (1, psi_k, chi_k) at every point and node, shape (points, 3, K)."""
+        phi = self.omega / (1 + delta)
+        return np.stack([np.ones_like(phi), self.scores * phi / self.t**2, self.noise * phi / self.t**2], axis=1)
+
+    def lambdas(self, w: np.ndarray) -> dict[str, list[np.ndarray]]:
+        """Lambda(w) block by block, side by side, at the points w: shape (points, size, size) each."""
+        return {side: [(a[None] + w[:, None] * b[None]).reshape(w.size, block.size, block.size).astype(complex)
+                       for (a, b), block in zip(self._lambda[side], self.blocks[side])] for side in self.sides}
+
+    def start(self, w: np.ndarray) -> TwoPointState:
+        """The state of G = Lambda(w)^-1 (no pairing yet) and delta = 0."""
+        lam = self.lambdas(w)
+        G = {side: [np.linalg.inv(block) for block in blocks] for side, blocks in lam.items() if side != "n"}
+        return TwoPointState(self._gather(G, lam.get("n", []), np.zeros((self.reads, w.size), dtype=complex)),
+                             np.zeros((w.size, self.t.size), dtype=complex))
+
+    def _gather(self, G: dict[str, list[np.ndarray]], key: list[np.ndarray], values: np.ndarray) -> np.ndarray:
+        """The read values: gathered from the blocks' inverses G, and on the key side from the blocks of Lambda
+        there (``key``) and the pairing values."""
+        points = values.shape[1]
+        parts = []
+        for side, gathers in self._gathers:
+            if side == "n":
+                parts.append(sum((combine @ chain(lam, values).T).T for (chain, combine), lam in zip(self._key, key)))
+            else:
+                parts.append(sum((gather @ g.reshape(points, -1).T).T for gather, g in zip(gathers, G[side])))
+        return np.concatenate(parts, axis=1)
+
+    def values(self, state: TwoPointState) -> np.ndarray:
+        """Every pairing's value (pairings, points): the block entry it read times both weights and the factor."""
+        weight = self.weights(state.delta)
+        ka, na, kb, nb, factor = self._pairing
+        return (state.read * (weight[:, ka, na] * weight[:, kb, nb] * factor)).T
+
+    def resolvents(self, lam: dict[str, list[np.ndarray]], values: np.ndarray) -> dict[str, list[np.ndarray]]:
+        """The inverses of the blocks of Lambda - eta on every side but the key side (whose blocks
+        :class:`.key_side.KeySide` reads without storing them), ``lam`` from :meth:`lambdas`, eta scattered from the
+        pairing values."""
+        G = {}
+        for side in self.sides:
+            if side == "n":
+                continue
+            blocks = lam[side]
+            if side in self._scatters:
+                blocks = [b - (scatter @ values).T.reshape(b.shape) for b, scatter in zip(blocks, self._scatters[side])]
+            G[side] = [inverse(b) for inverse, b in zip(self._inverses[side], blocks)]
+        return G
+
+    def step(self, lam: dict[str, list[np.ndarray]], state: TwoPointState) -> tuple[TwoPointState, np.ndarray]:
+        """One application of the map (the resolvents' read values and delta_k = ratio tau(b-pairs) / phi_k), and m."""
+        values = self.values(state)
+        G = self.resolvents(lam, values)
+        points = values.shape[1]
+        phi = self.omega / (1 + state.delta)
+        trace = sum((d @ g.reshape(points, -1).T).T for d, g in zip(self._delta, G[self.pencil.feature]))
+        m = -sum(g.reshape(points, -1) @ row.toarray()[0] for row, g in zip(self._m, G[self._output]))
+        return TwoPointState(self._gather(G, lam.get("n", []), values), trace * self._feature_ratio / phi), m

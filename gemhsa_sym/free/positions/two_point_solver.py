@@ -1,0 +1,202 @@
+"""The solution of the two-point equation: iterates, the descent to the real axis, and levels
+(docs/solving.md §3.13).
+
+:func:`iterates` yields Anderson-mixed iterates of the map of :class:`.two_point.TwoPointSystem` at many
+w at once; :func:`solve` owns the tolerance, reaches points near the real axis from above (a cold start
+there may land on the conjugate solution) and refuses Im m > 0. :class:`MaskedScoresModel` yields m(w)
+level after level for the drivers of :mod:`.profiled_law`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm import tqdm
+
+from gemhsa_sym.free.positions.masked_pencil import MaskedPencil
+from gemhsa_sym.free.positions.profiles import Quadrature
+from gemhsa_sym.free.positions.two_point import TwoPointState, TwoPointSystem
+
+__all__ = ["LEVELS", "DESCENT", "RESOLUTION", "iterates", "solve", "MaskedScoresModel"]
+
+#: (Gauss-Legendre order per panel, octaves of halving panels towards t = 0) of each level: 27, 36, 54, 72 nodes.
+#: The two-point blocks have a kink where two query positions meet, so m converges like order^-2 (measured,
+#: docs/solving.md §3.13), whatever the octaves beyond 8: the levels raise the order.
+LEVELS: tuple[tuple[int, int], ...] = ((3, 8), (4, 8), (6, 8), (8, 8))
+#: Anderson memory, mixing of the plain step, and steps allowed per height.
+MEMORY, MIXING, STEPS = 8, 0.5, 4000
+#: Im w / |w| at which real targets are solved (the density is smoothed on that relative scale).
+RESOLUTION = 1e-4
+#: Ratio of successive heights Im w / |w| on the descent towards the real axis.
+DESCENT = 100
+#: A point's iteration is mixed only once its plain steps change the values by less than this (inside the
+#: basin of the solution the plain iteration reaches; mixed from farther, it may land on another solution).
+MIX_FROM = 1e-3
+
+
+def _flat(state: TwoPointState) -> np.ndarray:
+    return np.concatenate([state.read, state.delta], axis=1)
+
+
+def iterates(system: TwoPointSystem, w: np.ndarray, state: TwoPointState) -> Iterator[tuple[TwoPointState, np.ndarray, np.ndarray]]:
+    """(state, m, change) after every step: damped steps (:data:`MIXING`) until a point's change falls below
+    :data:`MIX_FROM`, then Anderson mixing of its last :data:`MEMORY` residuals (Walker & Ni 2011, type II,
+    regularised normal equations) from then on, the history restarted where the change grew tenfold over its best;
+    ``change`` is the largest change of a value relative to 1 + |value|."""
+    points, reads = w.size, system.reads
+    x = _flat(state)
+    dX = np.zeros((points, MEMORY, x.shape[1]), dtype=complex)  # ring of differences of x and of the residual
+    dF = np.zeros_like(dX)
+    gram = np.zeros((points, MEMORY, MEMORY), dtype=complex)  # <dF_i, dF_j>, kept up to date slot by slot
+    valid = np.zeros((points, MEMORY), dtype=bool)
+    mixing = np.zeros(points, dtype=bool)  # a point mixes from its first change below MIX_FROM on
+    best = np.full(points, np.inf)
+    previous: tuple[np.ndarray, np.ndarray] | None = None
+    eye = np.eye(MEMORY)
+    lam = system.lambdas(w)
+    for step in range(STEPS):
+        new, m = system.step(lam, TwoPointState(x[:, :reads], x[:, reads:]))
+        f = _flat(new) - x
+        size = np.max(np.abs(f) / (1 + np.abs(x)), axis=1)
+        yield new, m, size
+        mixing |= size <= MIX_FROM
+        valid[(size > 10 * best) | ~mixing] = False
+        best = np.minimum(best, size)
+        if previous is not None:
+            slot = step % MEMORY
+            dX[:, slot], dF[:, slot] = x - previous[0], f - previous[1]
+            row = np.matmul(dF, dF[:, slot, :, None].conj())[..., 0].conj()
+            gram[:, :, slot], gram[:, slot, :] = row, row.conj()
+            valid[:, slot] = mixing
+        previous = (x, f)
+        both = valid[:, :, None] & valid[:, None, :]
+        g = np.where(both, gram, 0) + np.where(valid, np.trace(gram, axis1=1, axis2=2).real[:, None] * 1e-10 + 1e-300,
+                                               1.0)[:, :, None] * eye
+        rhs = np.where(valid, np.matmul(dF, f[..., None].conj())[..., 0].conj(), 0)
+        gamma = np.linalg.solve(g, rhs[..., None])
+        gamma = gamma.transpose(0, 2, 1)
+        x = x + MIXING * f - (gamma @ dX)[:, 0] - MIXING * (gamma @ dF)[:, 0]
+
+
+def _converge(system: TwoPointSystem, at: np.ndarray, read: np.ndarray, delta: np.ndarray, tol: float,
+              counted: np.ndarray, finished: Callable[[int], object]) -> tuple[TwoPointState, np.ndarray, int]:
+    """Every point of ``at`` iterated from its state (``read``, ``delta``) to a change below ``tol``: the points still
+    iterating are batched, and the batch is shrunk once a quarter of it has converged (``finished`` is told how many
+    of the ``counted`` points converged); the states, m and the point-steps taken. ArithmeticError where a point
+    does not converge in :data:`STEPS` steps."""
+    read, delta, m = read.copy(), delta.copy(), np.zeros(at.shape, dtype=complex)
+    total, todo = 0, np.arange(at.size)
+    while todo.size:
+        for steps, (state, values, change) in enumerate(iterates(system, at[todo], TwoPointState(read[todo], delta[todo]))):
+            total += todo.size
+            done = change < tol
+            if np.all(done) or (np.count_nonzero(done) >= todo.size / 4) or steps == STEPS - 1:
+                break
+        if not np.any(done):
+            raise ArithmeticError(f"the two-point iteration did not converge in {STEPS} steps at w = {at[todo[0]]:.6g}")
+        read[todo], delta[todo], m[todo] = state.read, state.delta, values
+        finished(int(np.count_nonzero(done & counted[todo])))
+        todo = todo[~done]
+    return TwoPointState(read, delta), m, total
+
+
+def _unphysical(m: np.ndarray) -> np.ndarray:
+    return m.imag > 1e-9 * np.abs(m)
+
+
+def solve(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9,
+          finished: Callable[[int], object] = lambda count: None) -> tuple[np.ndarray, int]:
+    """m at the points w (upper half plane) and the point-steps taken: the iteration runs at Im w = |w|,
+    |w| / :data:`DESCENT`, ... down to each point's own Im w, every height started from the one above, the first
+    from Lambda^-1 (:func:`_converge`; ``finished`` is told how many points reached their own Im w). A point whose
+    first height lands on Im m > 0 (seen below |w| = 1e-3 with four heads) is reached along its ray instead, from
+    |w| >= 1 down by factors of 10. ArithmeticError where a point does not converge or ends on Im m > 0."""
+    w = np.asarray(w, dtype=complex)
+    if np.any(w.imag <= 0):
+        raise ValueError("w: the two-point equation is solved in the upper half plane (Im w > 0)")
+    depth = int(np.ceil(np.log(np.max(np.abs(w) / w.imag)) / np.log(DESCENT)))
+    total = 0
+    for level, height in enumerate(float(DESCENT) ** -np.arange(0, depth + 1)):
+        at = w.real + 1j * np.maximum(w.imag, height * np.abs(w))
+        if level == 0:
+            begin = system.start(w)
+            state, m, steps = _converge(system, at, begin.read, begin.delta, tol, at == w, finished)
+            total += steps
+            bad = np.flatnonzero(_unphysical(m))
+            if bad.size:
+                ray, ray_m, steps = _along_rays(system, at[bad], tol)
+                total += steps
+                state.read[bad], state.delta[bad], m[bad] = ray.read, ray.delta, ray_m
+                finished(int(np.count_nonzero(at[bad] == w[bad])))
+            continue
+        todo = np.flatnonzero(w.imag < DESCENT * height * np.abs(w))
+        if todo.size:
+            below, m[todo], steps = _converge(system, at[todo], state.read[todo], state.delta[todo], tol, at[todo] == w[todo],
+                                              finished)
+            state.read[todo], state.delta[todo] = below.read, below.delta
+            total += steps
+    if np.any(_unphysical(m)):
+        raise ArithmeticError(f"the two-point iteration left the physical solution (Im m > 0) at w = {w[_unphysical(m)][0]:.6g}")
+    return m, total
+
+
+def _along_rays(system: TwoPointSystem, w: np.ndarray, tol: float) -> tuple[TwoPointState, np.ndarray, int]:
+    """The states and m at the points w, each reached along its ray: from Lambda^-1 at 10^J w (|10^J w| >= 1), then
+    10^(J-1) w, ... w, every point started from the one before."""
+    J = int(max(1, np.ceil(np.log10(1 / np.min(np.abs(w))))))
+    state, total, none = system.start(w * 10.0**J), 0, np.zeros(w.shape, dtype=bool)
+    for j in range(J, -1, -1):
+        state, m, steps = _converge(system, w * 10.0**j, state.read, state.delta, tol, none, lambda count: None)
+        total += steps
+    return state, m, total
+
+
+@dataclass(frozen=True, eq=False)
+class MaskedScoresModel:
+    """The law of masked scores for a pencil builder (nodes -> :class:`~.masked_pencil.MaskedPencil`) and Hermite
+    data; :meth:`levels` yields m(w) at the rules of :data:`LEVELS` in turn, as the drivers of
+    :mod:`.profiled_law` ask."""
+
+    pencil: Callable[[int], MaskedPencil]
+    scores: float
+    noise: float
+    _systems: dict[int, TwoPointSystem] = field(default_factory=dict, repr=False, compare=False)
+
+    def quadrature(self, level: int) -> Quadrature:
+        """The rule of ``level``."""
+        order, octaves = LEVELS[level]
+        return Quadrature.graded(1, octaves, order)
+
+    def system(self, level: int) -> TwoPointSystem:
+        """The equation at ``level`` (built once)."""
+        if level not in self._systems:
+            rule = self.quadrature(level)
+            self._systems[level] = TwoPointSystem(self.pencil(rule.size), rule, self.scores, self.noise)
+        return self._systems[level]
+
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
+        """(level, nodes, m(w)) for every level in turn: from the second on, the Richardson extrapolation
+        (p^2 m_p - q^2 m_q) / (p^2 - q^2) of this level's m_p and the last one's m_q (orders p > q), which removes
+        the order^-2 term. A boolean mask sent to the generator names the points the next levels solve (the
+        others keep their last value). A point below ``floor`` (real targets) is solved at Im w = max(floor,
+        :data:`RESOLUTION` |w|), where the density is resolved on that scale. A progress bar counts the points on a
+        terminal."""
+        below = w.imag < floor
+        at = np.where(below, w.real + 1j * np.maximum(floor, RESOLUTION * np.abs(w)), w)
+        raw, value = np.zeros(w.shape, dtype=complex), np.zeros(w.shape, dtype=complex)
+        active, coarser = np.ones(w.shape, dtype=bool), None
+        for level, (order, _) in enumerate(LEVELS):
+            nodes = self.quadrature(level).size
+            with tqdm(total=int(active.sum()), desc=f"two-point equation, {nodes} nodes", unit="point", disable=None,
+                      leave=False, file=sys.stderr) as bar:
+                m = solve(self.system(level), at[active], finished=bar.update)[0]
+            value[active] = m if coarser is None else (order**2 * m - coarser**2 * raw[active]) / (order**2 - coarser**2)
+            raw[active], coarser = m, order
+            sent = yield level, nodes, value.copy()
+            if sent is not None:
+                active = np.asarray(sent, dtype=bool) & active
+                if not np.any(active):
+                    return

@@ -1,0 +1,82 @@
+"""``derive(config)``: the limiting spectral law of a configuration's centered MHSA output."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import sympy as sp
+
+from gemhsa_sym.export.record import AttentionRecord
+from gemhsa_sym.free.equations.scale import ScaleError
+from gemhsa_sym.laws.spectral import RecordEdges, SpectralLaw
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.equivalent import MU1, SIGMA, gaussian_equivalent
+from gemhsa_sym.layer.hermite import HermiteData, hermite_data
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
+
+__all__ = ["AttentionLaw", "BETA", "derive", "law_of"]
+
+#: The inverse temperature in symbolic moments.
+BETA = sp.Symbol("beta", real=True)
+
+
+class AttentionLaw(SpectralLaw):
+    """The law of the eigenvalues of Y_c^T Y_c / n (docs/model.md §1.1) with its derivation attached."""
+
+    def __init__(self, config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None) -> None:
+        self.config = config
+        ge = gaussian_equivalent(config, heads)
+        self.coefficients: HermiteData = ge.coefficients
+        try:
+            super().__init__(ge.model, ge.ratios, {**ge.values, **(values or {})})
+        except ScaleError as exc:
+            sigma2 = sp.N(ge.coefficients.sigma2, 3)
+            raise ValueError(f"beta: at beta = {config.beta} the {config.score} score's Gaussian equivalent "
+                             f"(mu_1 = {sp.N(ge.coefficients.mu1, 3)}, sigma^2 = {sigma2}) is out of range: "
+                             f"{str(exc).removeprefix('scale: ')}") from None
+
+    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant",
+               discriminant_limit: float | None = None) -> AttentionRecord:
+        """The law's record (:class:`.free.record.AttentionRecord`) with the configuration and the
+        Gaussian-equivalence coefficients."""
+        base = super().record(dps, moments, time_limit, edges, discriminant_limit)
+        c = self.coefficients
+        scale = self.config.score_scale
+        general = hermite_data(self.config.score, BETA * scale, self.config.normalisation)
+        formula = ([rf"\mu_{{1}}(\beta) = {sp.latex(sp.simplify(general.mu1 / scale))}",
+                    rf"\sigma^{{2}}(\beta) = {sp.latex(sp.simplify(general.sigma2))}"] if general.exact else [])
+        latex = dataclasses.replace(base.latex, coefficients=[*formula, rf"\mu_{{1}} = {sp.latex(c.mu1)}",
+                                                              rf"\sigma^{{2}} = {sp.latex(c.sigma2)}"])
+        fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+        return AttentionRecord(**{**fields, "latex": latex, "name": self.config.name, "summary": self.config.summary()},
+                               config=self.config.to_dict(), config_toml=self.config.to_toml(), coefficients=c.as_dict())
+
+    def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:
+        """Exact mu_1..mu_k; with ``symbolic``, in beta when the score's Hermite data has a
+        closed form (else in mu_1 and sigma), and in H when the heads are symbolic."""
+        if not symbolic:
+            return super().moments(k)
+        out = super().moments(k, symbolic=True)
+        scale = self.config.score_scale  # the scores' standard deviation (docs/extensions.md §8.3)
+        h = hermite_data(self.config.score, BETA * scale, self.config.normalisation)
+        if not h.exact:
+            return out
+        sub = {MU1: h.mu1 / scale, SIGMA: sp.sqrt(h.sigma2)}
+        return [sp.expand(m.subs(sub)) for m in out]
+
+
+
+def derive(config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None) -> AttentionLaw:
+    """Gaussian-equivalent model, reduced Dyson system and solution for ``config``.
+
+    ``heads`` overrides the number of heads and may be a SymPy symbol (then give
+    its value in ``values`` for numbers); the system's size does not depend on it
+    when heads are exchangeable (docs/equations.md §2.5).
+    """
+    return AttentionLaw(config, heads, values)
+
+
+def law_of(source: Config | PolynomialModel) -> SpectralLaw:
+    """The law of an attention configuration (:func:`derive`) or of a polynomial model
+    (:meth:`~gemhsa_sym.layer.polynomial_model.PolynomialModel.law`; docs/exports.md §5.4)."""
+    return source.law() if isinstance(source, PolynomialModel) else derive(source)

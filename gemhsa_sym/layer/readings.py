@@ -1,0 +1,319 @@
+"""One attention layer, read three ways from one configuration (docs/model.md §1.8).
+
+:class:`AttentionLayer` gives the real layer's draw (tokens, weights, softmax output), the
+Gaussian-equivalent polynomial (:func:`gaussian_equivalent`), and the Gaussian-equivalent
+draw as *that polynomial's own* realisation: the same tokens and weights, a fresh noise Z^h
+per head, and the polynomial's per-head term evaluated on them. So the Gaussian-equivalent
+draws cannot drift from the equations. The weights follow the value and output rules of
+:mod:`gemhsa_sym.layer.modes`, the same entries the polynomial is built from.
+
+In the engine's normalisation (every Gaussian N(0, scale / n)) the polynomial's X and Z are the
+sampler's tokens and noise over sqrt(n), its weights are the sampler's weights; then the
+polynomial's Y equals the Gaussian-equivalent output Y = sum_h (1/n)(c_0 11^T + mu_1 S0^h +
+sigma Z^h) V^h W_O^h less its rank-one c_0 part, which column centring removes exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from sympy.matrices.expressions import MatAdd, MatMul, Transpose
+
+from gemhsa_sym.free.equations.scale import to_float
+from gemhsa_sym.free.expressions.matrices import Gaussian, without_powers
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.equivalent import MU1, SIGMA, GaussianEquivalent, gaussian_equivalent
+from gemhsa_sym.layer.hermite import hermite_data
+from gemhsa_sym.layer.modes import OUTPUT_RULES, VALUE_RULES
+from gemhsa_sym.layer.scores import get_score
+
+__all__ = ["MAX_COEFFICIENT", "MODELS", "AttentionLayer", "Projection", "Weights", "draw_tokens", "draw_weights",
+           "ge_coefficients", "layer_of", "layer_output"]
+
+#: ``softmax``: the real layer (docs/model.md §1.1); ``ge``: its Gaussian equivalent (docs/model.md §1.5).
+MODELS: tuple[str, ...] = ("softmax", "ge")
+#: Largest Gaussian-equivalence coefficient drawn: above it the spectrum overflows double precision.
+MAX_COEFFICIENT = 1e100
+
+
+@dataclass(frozen=True, eq=False)
+class Projection:
+    """A projection W^h for every head: one matrix per sharing group, and each head's group."""
+
+    matrices: tuple[np.ndarray, ...]
+    group: tuple[int, ...]
+
+    def head(self, h: int) -> np.ndarray:
+        """The matrix of head ``h``."""
+        return self.matrices[self.group[h]]
+
+
+@dataclass(frozen=True, eq=False)
+class Weights:
+    """W_Q, W_K, W_V per head and the output blocks W_O^h (d_v x d_out) of docs/model.md §1.1, and the
+    matrices the rules drew of their own (W'^h of the values, the blocks of W_O), None where none."""
+
+    query: Projection
+    key: Projection
+    value: Projection
+    output: tuple[np.ndarray, ...]
+    fresh_value: Projection | None = None
+    fresh_output: tuple[np.ndarray, ...] | None = None
+
+
+def draw_tokens(sizes: dict[str, int], rng: np.random.Generator) -> np.ndarray:
+    """Tokens X (n x d), iid N(0, 1)."""
+    return rng.standard_normal((sizes["n"], sizes["d"]))
+
+
+def _group_index(partition: tuple[tuple[int, ...], ...], heads: int) -> tuple[int, ...]:
+    """The sharing group of every head, in the order of :meth:`Config.group_of`, in one pass."""
+    index = [0] * heads
+    for g, group in enumerate(partition):
+        for h in group:
+            index[h] = g
+    return tuple(index)
+
+
+def ge_coefficients(config: Config) -> tuple[float, float, float]:
+    """(c_0, mu_1, sigma) of the Gaussian-equivalent replacement (docs/model.md §1.5) in double
+    precision, mu_1 per unit of the scores' standard deviation (docs/extensions.md §8.3); ValueError
+    naming beta where they overflow it (:data:`MAX_COEFFICIENT`)."""
+    scale = config.score_scale
+    c0, mu1, sigma = _ge_coefficients(config.score, config.beta * scale, config.normalisation)
+    return c0, mu1 / float(scale), sigma
+
+
+@functools.cache
+def _ge_coefficients(score: str, beta: sp.Expr, normalisation: str) -> tuple[float, float, float]:
+    """Cached body of :func:`ge_coefficients`."""
+    c0, mu1, sigma2 = hermite_data(score, beta, normalisation).numeric()
+    if not all(np.isfinite(v) and abs(v) <= MAX_COEFFICIENT for v in (c0, mu1, sigma2)):
+        raise ValueError(
+            f"beta: the Gaussian equivalent of the {score} score at beta = {beta} overflows double precision "
+            f"(sigma^2 = {sp.N(hermite_data(score, beta, normalisation).sigma2, 3)}); it can be drawn while "
+            f"c_0, mu_1 and sigma^2 stay below {MAX_COEFFICIENT:g}"
+        )
+    return c0, mu1, sigma2**0.5
+
+
+class AttentionLayer:
+    """The real layer and its Gaussian equivalent from one :class:`~gemhsa_sym.layer.config.Config` (module docstring)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    @functools.cached_property
+    def equivalent(self) -> GaussianEquivalent:
+        """The Gaussian-equivalent polynomial (:func:`gemhsa_sym.layer.equivalent.gaussian_equivalent`)."""
+        return gaussian_equivalent(self.config)
+
+    @functools.cached_property
+    def _chains(self) -> tuple[tuple[sp.Expr, tuple[tuple[Gaussian, bool], ...]], ...]:
+        """The per-head term expanded into monomials: (coefficient, factors (Gaussian, transposed))."""
+        expanded = without_powers(self.equivalent.template.doit().expand())
+        chains = []
+        for term in expanded.args if isinstance(expanded, MatAdd) else (expanded,):
+            c, mats = term.as_coeff_matrices() if isinstance(term, MatMul) else (sp.S.One, [term])
+            chains.append((c, tuple((m.arg, True) if isinstance(m, Transpose) else (m, False) for m in mats)))
+        return tuple(chains)
+
+    @property
+    def centred(self) -> bool:
+        """Whether the draw's spectral object centres the output's columns (docs/model.md §1.1): yes for
+        the output (and the residual stream), no for the attention matrix sqrt(n) (A - J)."""
+        return self.config.target != "attention"
+
+    def draw_tokens(self, sizes: dict[str, int], rng: np.random.Generator) -> np.ndarray:
+        """Tokens X (n x d): iid N(0, 1), or sqrt(d) times n rows of a Haar orthogonal matrix (the Q factor
+        of a Gaussian d x n matrix with the signs of R's diagonal), or G Sigma^(1/2) with the width's
+        blocks scaled by the square roots of the covariance's eigenvalues (docs/extensions.md §8.2, §8.3)."""
+        n, d = sizes["n"], sizes["d"]
+        if self.config.tokens == "orthonormal":
+            q, r = np.linalg.qr(rng.standard_normal((d, n)))
+            return np.sqrt(d) * (q * np.sign(np.diag(r))).T
+        X = draw_tokens(sizes, rng)
+        for start, stop, root in self._blocks(d):
+            X[:, start:stop] *= root
+        return X
+
+    def _blocks(self, d: int) -> list[tuple[int, int, float]]:
+        """(start, stop, sqrt(lambda)) of each block of the width under the token covariance (one block of 1)."""
+        out, start = [], 0
+        for value, weight in self.config.token_covariance or ((sp.Integer(1), sp.Integer(1)),):
+            stop = start + int(weight * d)
+            out.append((start, stop, float(sp.sqrt(value))))
+            start = stop
+        return out
+
+    def draw_weights(self, sizes: dict[str, int], rng: np.random.Generator) -> Weights:
+        """The weights of docs/model.md §1.1 with the sharing of ``config`` and its value and output rules:
+        one N(0, 1/d) matrix per sharing group of W_Q, W_K (and of W'^h where the value rule draws one),
+        W_O N(0, 1/(H d_v)) in head blocks of d_v rows where the output rule draws it."""
+        config = self.config
+        d, d_k, d_v, d_out, heads = sizes["d"], sizes["d_k"], sizes["d_v"], sizes["d_out"], config.heads
+        value_rule, output_rule = VALUE_RULES[config.kv], OUTPUT_RULES[config.output]
+
+        def draw(which: str, columns: int) -> Projection:
+            partition = getattr(config, f"share_{which}")
+            return Projection(tuple(rng.normal(0.0, d**-0.5, (d, columns)) for _ in partition), _group_index(partition, heads))
+
+        query, key = draw("q", d_k), draw("k", d_k)
+        if config.target == "attention":  # the attention matrix has no values and no output
+            return Weights(query, key, key, ())
+        fresh = draw("v", d_v) if value_rule.fresh else None
+        if not value_rule.follows_keys:
+            value = Projection(tuple(value_rule.make(None, f, config.rho, float) for f in fresh.matrices), fresh.group)
+        else:
+            pairs = zip(key.matrices, fresh.matrices if fresh is not None else [None] * len(key.matrices), strict=True)
+            made = tuple(value_rule.make(k, f, config.rho, float) for k, f in pairs)
+            value = key if all(v is k for v, k in zip(made, key.matrices)) else Projection(made, key.group)
+        blocks = None
+        if output_rule.fresh:
+            w_o = rng.normal(0.0, (heads * d_v) ** -0.5, (heads * d_v, d_out))
+            blocks = tuple(w_o[h * d_v : (h + 1) * d_v] for h in range(heads))
+        scale = sp.sqrt(sp.Rational(d, heads * d_v))
+        output = tuple(output_rule.make(key.head(h), None if blocks is None else blocks[h], scale, float) for h in range(heads))
+        return Weights(query, key, value, output, fresh, blocks)
+
+    def output(self, weights: Weights, X: np.ndarray, model: str = "softmax", rng: np.random.Generator | None = None) -> np.ndarray:
+        """The uncentred output Y (n x d_out): the real layer (``softmax``: A^h = rownorm(f(S^h)),
+        S^h = beta Q^h K^hT / sqrt(d_k), max-shifted for shift-invariant f, or f(S^h) / n for
+        ``normalisation="none"``), or its Gaussian equivalent (``ge``: the polynomial's per-head term on
+        these tokens and weights, with a fresh Z^h per head drawn from ``rng`` in head order)."""
+        if model not in MODELS:
+            raise ValueError(f"model: unknown model {model!r}; choose one of {', '.join(MODELS)}")
+        if model == "softmax" and self.config.target == "attention":
+            return self._attention_matrix(weights, X)
+        if model == "softmax":
+            Y = self._softmax(weights, X)
+            return Y if self.config.residual is None else X / np.sqrt(len(X)) + float(self.config.residual) * Y
+        if rng is None:
+            raise ValueError("rng: the Gaussian-equivalent model draws noise Z; pass a numpy Generator")
+        Y = self._causal_equivalent(weights, X, rng) if self.config.mask == "causal" else self._equivalent(weights, X, rng)
+        if self.config.mask == "causal" and self.config.residual is not None:
+            return X / np.sqrt(len(X)) + float(self.config.residual) * Y
+        return Y
+
+    def _attention_matrix(self, weights: Weights, X: np.ndarray) -> np.ndarray:
+        """sqrt(n) (A - J) of the real layer's one head (docs/extensions.md §8.1)."""
+        n, score = len(X), get_score(self.config.score)
+        s = (X @ weights.query.head(0)) @ (X @ weights.key.head(0)).T
+        s *= float(self.config.beta) / weights.query.matrices[0].shape[1] ** 0.5
+        if score.shift_invariant:
+            s -= s.max(axis=1, keepdims=True)
+        f = score.numeric(s)
+        f /= f.sum(axis=1, keepdims=True)
+        f -= 1.0 / n
+        f *= np.sqrt(n)
+        return f
+
+    def _softmax(self, weights: Weights, X: np.ndarray) -> np.ndarray:
+        config = self.config
+        score = get_score(config.score)
+        scale = float(config.beta) / weights.query.matrices[0].shape[1] ** 0.5
+        queries = [X @ w for w in weights.query.matrices]
+        for q in queries:
+            q *= scale
+        keys = [X @ w for w in weights.key.matrices]
+        values = keys if weights.value is weights.key else [X @ w for w in weights.value.matrices]
+        Y = np.zeros((len(X), weights.output[0].shape[1]))
+        for h, w_o in enumerate(weights.output):
+            s = queries[weights.query.group[h]] @ keys[weights.key.group[h]].T
+            if config.mask == "causal":  # query i sees the keys j <= i
+                s[np.triu_indices(len(s), 1)] = -np.inf
+            if config.normalisation == "row" and score.shift_invariant:
+                s -= s.max(axis=1, keepdims=True)
+            f = score.numeric(s) if config.mask == "none" else np.tril(score.numeric(np.tril(s)))
+            head = f @ values[weights.value.group[h]]
+            head /= f.sum(axis=1, keepdims=True) if config.normalisation == "row" else len(f)
+            Y += head @ w_o
+        return Y
+
+    def ge_terms(self) -> tuple[tuple[float, tuple[tuple[Gaussian, bool], ...]], ...]:
+        """The monomials of the per-head term (docs/model.md §1.7) with their coefficients in double
+        precision: (coefficient, factors (Gaussian, transposed)), as every backend evaluates them."""
+        _, mu1, sigma = ge_coefficients(self.config)
+        values = {MU1: mu1, SIGMA: sigma}
+        return tuple((to_float(c, values), factors) for c, factors in self._chains)
+
+    @staticmethod
+    def ge_noise(n: int, rng: np.random.Generator) -> np.ndarray:
+        """One head's noise of the polynomial, Z^h / sqrt(n) with Z^h n x n N(0, 1), drawn from ``rng``."""
+        return rng.standard_normal((n, n)) / np.sqrt(n)
+
+    def ge_head(self, weights: Weights, h: int, tokens: Any, noise: Any) -> dict[Gaussian, Any]:
+        """Head ``h``'s realisation of the polynomial's Gaussians: X = ``tokens`` (the sampler's over sqrt(n);
+        with a token covariance each block over its sqrt(lambda), with the weights' rows of that block),
+        Z = ``noise``, W_Q^h, W_K^h and, where the polynomial has them, the drawn W'^h and W_O^h block;
+        with orthonormal tokens the polynomial's Q, K, V are the tokens times W_Q^h, W_K^h, W'^h.
+        ``tokens`` and ``noise`` may be arrays of any library (numpy for orthonormal tokens); the weights
+        are numpy arrays."""
+        roles = self.equivalent.roles
+        real = {roles["Z"]: noise}
+        if self.config.tokens == "orthonormal":  # the polynomial's Q, K, V are the projected tokens
+            real[roles["W_Q"][0]] = tokens @ weights.query.head(h)
+            real[roles["W_K"][0]] = tokens @ weights.key.head(h)
+            for V in roles["W_V"]:
+                real[V] = tokens @ weights.fresh_value.head(h)
+        else:  # a block X_b of the polynomial is the tokens' block over its sqrt(lambda)
+            for b, (start, stop, root) in enumerate(self._blocks(tokens.shape[1])):
+                real[roles["X"][b]] = tokens[:, start:stop] / root
+                real[roles["W_Q"][b]] = weights.query.head(h)[start:stop]
+                real[roles["W_K"][b]] = weights.key.head(h)[start:stop]
+                if roles["W_V"]:
+                    real[roles["W_V"][b]] = weights.fresh_value.head(h)[start:stop]
+        if roles["W_O"] is not None:
+            real[roles["W_O"]] = weights.fresh_output[h]
+        return real
+
+    def _causal_equivalent(self, weights: Weights, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The causal layer's Gaussian equivalent (docs/extensions.md §8.6): sum_h A^h V^h W_O^h with
+        A^h_ij = (c_0 + mu_1 S_ij + sigma Z^h_ij) / i for j <= i and 0 above the diagonal, S = Q^h K^hT / sqrt(d_k)
+        the unscaled scores of these tokens and weights, Z^h n x n N(0, 1) drawn from ``rng`` in head order."""
+        n = len(X)
+        c0, mu1, sigma = ge_coefficients(self.config)
+        rows = np.arange(1, n + 1, dtype=float)[:, None]
+        Y = np.zeros((n, weights.output[0].shape[1]))
+        for h, w_o in enumerate(weights.output):
+            a = (X @ weights.query.head(h)) @ (X @ weights.key.head(h)).T
+            a *= mu1 / weights.query.matrices[0].shape[1] ** 0.5
+            a += sigma * rng.standard_normal((n, n))
+            a += c0
+            a = np.tril(a)
+            a /= rows
+            Y += a @ (X @ weights.value.head(h)) @ w_o
+        return Y
+
+    def _equivalent(self, weights: Weights, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        n = len(X)
+        terms = self.ge_terms()
+        tokens = X / np.sqrt(n)
+        Y = np.zeros((n, n if self.config.target == "attention" else weights.output[0].shape[1]))
+        for h in range(self.config.heads):
+            real = self.ge_head(weights, h, tokens, self.ge_noise(n, rng))
+            for c, factors in terms:
+                arrays = [real[g].T if transposed else real[g] for g, transposed in factors]
+                Y += c * (arrays[0] if len(arrays) == 1 else np.linalg.multi_dot(arrays))
+        return Y
+
+
+@functools.lru_cache(maxsize=64)
+def layer_of(config: Config) -> AttentionLayer:
+    """The :class:`AttentionLayer` of ``config`` (one per configuration, so its polynomial is built once)."""
+    return AttentionLayer(config)
+
+
+def draw_weights(config: Config, sizes: dict[str, int], rng: np.random.Generator) -> Weights:
+    """:meth:`AttentionLayer.draw_weights` of ``config``."""
+    return layer_of(config).draw_weights(sizes, rng)
+
+
+def layer_output(config: Config, weights: Weights, X: np.ndarray, model: str = "softmax",
+                 rng: np.random.Generator | None = None) -> np.ndarray:
+    """:meth:`AttentionLayer.output` of ``config``."""
+    return layer_of(config).output(weights, X, model, rng)
