@@ -73,7 +73,8 @@ def test_causal_law_cache_reads_back_a_valid_entry_and_names_what_is_wrong_with_
     validation names what is wrong with a changed one (the recomputation of a bad entry: the slow test below)."""
     import json
 
-    from gemhsa_sym.verification.causal_cache import cached_distribution, causal_cache_file, validated_distribution
+    from gemhsa_sym.laws.causal import validated_distribution
+    from gemhsa_sym.verification.causal_cache import cached_distribution, causal_cache_file
 
     x = np.geomspace(1.0, 1e4, 40)
     entry = {"config": SQUARE.to_dict(), "tol": 1e-3, "x": x.tolist(), "cdf": (1 - 1 / x).tolist(), "density": (x**-2).tolist(),

@@ -21,10 +21,11 @@ import sympy as sp
 from gemhsa_sym.cli import main
 from gemhsa_sym.export.document import document as build_document
 from gemhsa_sym.export.record import record_from_json
+from gemhsa_sym.laws.polynomial import ModelLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.presets import load_input, read_input
-from gemhsa_sym.library import verification
+from gemhsa_sym.library.catalogue import verification
 from gemhsa_sym.verification.compare import verify
 
 LIBRARY = Path(__file__).resolve().parent.parent / "derivations"
@@ -109,7 +110,7 @@ def test_verify_a_model_file(capsys: pytest.CaptureFixture[str]) -> None:
     moments = data["moments"]["polynomial"]
     assert [m["exact"] for m in moments] == ["1", "3/2", "11/4", "45/8"]  # Narayana, c = 1/2
     # the samples are the polynomial's own sampler's with the same seed: draw i from child i of SeedSequence(1)
-    own = load_input(MP).law().sample(200, seed=1, draws=2)
+    own = ModelLaw(load_input(MP)).sample(200, seed=1, draws=2)
     assert [m["samples"] for m in moments] == pytest.approx([np.mean(own**k) for k in range(1, 5)], rel=1e-12)
     edges = [e["location"] for e in data["edges"]["polynomial"]]
     assert edges == pytest.approx([(1 - np.sqrt(0.5)) ** 2, (1 + np.sqrt(0.5)) ** 2], rel=1e-12)

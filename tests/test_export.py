@@ -22,9 +22,11 @@ from gemhsa_sym.export.document import document
 from gemhsa_sym.export.latex import broken_sum, collected_terms, packed, printed_width, terms_of
 from gemhsa_sym.export.record import LawRecord, record_from_json
 from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.laws.polynomial import ModelLaw
 from gemhsa_sym.laws.spectral import spectral_law
-from gemhsa_sym.layer.polynomial_model import polynomial_law
-from gemhsa_sym.library import check, load, verification
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
+from gemhsa_sym.library.catalogue import load, verification
+from gemhsa_sym.library.check import check
 
 LIBRARY = Path(__file__).resolve().parent.parent / "derivations"
 #: Derivations cheap enough for the default run; the whole library is checked in the slow run.
@@ -112,13 +114,13 @@ def test_law_to_latex_and_notebook_repr() -> None:
 
 
 def test_polynomial_models_read_from_toml(tmp_path: Path) -> None:
-    law = polynomial_law({"polynomial": "X * W", "dimensions": {"n": "1", "d": "1/2", "m": "3/4"},
-                          "gaussians": {"X": {"rows": "n", "cols": "d"}, "W": {"rows": "d", "cols": "m"}}})
+    law = ModelLaw(PolynomialModel({"polynomial": "X * W", "dimensions": {"n": "1", "d": "1/2", "m": "3/4"},
+                                    "gaussians": {"X": {"rows": "n", "cols": "d"}, "W": {"rows": "d", "cols": "m"}}}))
     assert law.moments(2) == [sp.Rational(1, 2), sp.Rational(13, 16)]  # docs/reference-values.md §9.2, case ii
     with pytest.raises(ValueError, match="polynomial"):
-        polynomial_law({"polynomial": "X *", "dimensions": {"n": "1"}, "gaussians": {"X": {"rows": "n", "cols": "n"}}})
+        ModelLaw(PolynomialModel({"polynomial": "X *", "dimensions": {"n": "1"}, "gaussians": {"X": {"rows": "n", "cols": "n"}}}))
     with pytest.raises(ValueError, match="missing field"):
-        polynomial_law({"polynomial": "X"})
+        ModelLaw(PolynomialModel({"polynomial": "X"}))
 
 
 def test_library_has_every_preset_and_the_examples() -> None:

@@ -34,7 +34,7 @@ from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
 from gemhsa_sym.laws.attention import derive
 from gemhsa_sym.laws.spectral import spectral_law
 from gemhsa_sym.layer.config import Config
-from gemhsa_sym.layer.polynomial_model import polynomial_law
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.presets import PRESETS
 from gemhsa_sym.parse import parse_number
 from gemhsa_sym.sampling.executors import open_executor
@@ -316,7 +316,7 @@ API_CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
     "polynomial escape": (lambda: parse_polynomial(ESCAPE, {"X": X}), ValueError, "polynomial: cannot read"),
     "polynomial zero": (lambda: parse_polynomial("0", {"X": X}), ValueError, "polynomial: '0' is not a polynomial"),
     "polynomial call": (lambda: parse_polynomial("X.T.__class__", {"X": X}), ValueError, "polynomial: cannot read"),
-    "model scale injection": (lambda: polynomial_law({"polynomial": "X", "dimensions": {"n": "1", "d": "1"},
+    "model scale injection": (lambda: PolynomialModel({"polynomial": "X", "dimensions": {"n": "1", "d": "1"},
                                                       "gaussians": {"X": {"rows": "n", "cols": "d", "scale": INJECT}}}),
                               ValueError, "gaussians.X.scale: cannot read"),
     "ratio division by zero": (lambda: spectral_law(X, {n: 1, d: "1/0"}), ValueError, "ratios.d: cannot read"),
@@ -327,7 +327,7 @@ API_CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
     "stieltjes dps negative": (lambda: _mp_law().stieltjes(1 + 1j, dps=-1), ValueError, "dps: digits must be"),
     "stieltjes nan": (lambda: _mp_law().stieltjes(np.array([np.nan])), ValueError, "w: points must be finite"),
     "quantile level": (lambda: _mp_law().quantile([-0.1]), ValueError, "q: quantile levels"),
-    "quantile nan": (lambda: _mp_law().quantile([np.nan]), ValueError, "q: quantile levels"),
+    "quantile nan": (lambda: _mp_law().quantile([np.nan]), ValueError, "q: got NaN"),
     "derive beta 50": (lambda: derive(Config(beta=50)), ValueError, "beta: at beta = 50"),
     "sample n 1": (lambda: sample(Config(), n=1), ValueError, "n: "),
     "sample memory": (lambda: sample(Config(), n=10**6), ValueError, "n: a draw needs about"),

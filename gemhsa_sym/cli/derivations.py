@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from gemhsa_sym.cli.common import MAX_JOBS, check_outputs, integer
-from gemhsa_sym.library import check, fill_cache, write, write_verifications
+from gemhsa_sym.library.check import check, fill_cache, write, write_verifications
 from gemhsa_sym.sampling.executors import open_executor
 
 

@@ -12,8 +12,9 @@ from gemhsa_sym.export.causal_record import causal_record
 from gemhsa_sym.export.document import document
 from gemhsa_sym.files import write_atomic
 from gemhsa_sym.free.numeric.results import MAX_DPS
-from gemhsa_sym.laws.attention import AttentionLaw, law_of
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.laws.causal import causal_distribution, causal_report
+from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.layer.config import Config
 
 

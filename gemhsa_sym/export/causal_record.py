@@ -19,10 +19,9 @@ import sympy as sp
 from gemhsa_sym.free.positions.profiled_law import Distribution
 from gemhsa_sym.free.positions.profiles import T
 from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
-from gemhsa_sym.laws.causal import NOISE_PROFILE, REPORT_TOL, causal_model, causal_report
+from gemhsa_sym.laws.causal import NOISE_PROFILE, REPORT_TOL, causal_model, causal_report, validated_distribution
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.hermite import hermite_data
-from gemhsa_sym.verification.causal_cache import validated_distribution
 
 __all__ = ["PROBES", "PROBE_TOL", "causal_latex", "causal_record", "record_law", "probes", "probe_differences"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import sympy as sp
 
@@ -12,9 +13,8 @@ from gemhsa_sym.laws.spectral import RecordEdges, SpectralLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.equivalent import MU1, SIGMA, gaussian_equivalent
 from gemhsa_sym.layer.hermite import HermiteData, hermite_data
-from gemhsa_sym.layer.polynomial_model import PolynomialModel
 
-__all__ = ["AttentionLaw", "BETA", "derive", "law_of"]
+__all__ = ["AttentionLaw", "BETA", "derive"]
 
 #: The inverse temperature in symbolic moments.
 BETA = sp.Symbol("beta", real=True)
@@ -24,6 +24,9 @@ class AttentionLaw(SpectralLaw):
     """The law of the eigenvalues of Y_c^T Y_c / n (docs/model.md §1.1) with its derivation attached."""
 
     def __init__(self, config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None) -> None:
+        if config.mask != "none":
+            raise ValueError("mask: a causal layer's law is a CausalLaw (gemhsa_sym.law, docs/extensions.md §8.6), "
+                             "not a spectral law of one polynomial")
         self.config = config
         ge = gaussian_equivalent(config, heads)
         self.coefficients: HermiteData = ge.coefficients
@@ -34,6 +37,11 @@ class AttentionLaw(SpectralLaw):
             raise ValueError(f"beta: at beta = {config.beta} the {config.score} score's Gaussian equivalent "
                              f"(mu_1 = {sp.N(ge.coefficients.mu1, 3)}, sigma^2 = {sigma2}) is out of range: "
                              f"{str(exc).removeprefix('scale: ')}") from None
+
+    @property
+    def source_data(self) -> dict[str, Any]:
+        """The configuration as data."""
+        return self.config.to_dict()
 
     def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant",
                discriminant_limit: float | None = None) -> AttentionRecord:
@@ -74,9 +82,3 @@ def derive(config: Config, heads: int | sp.Symbol | None = None, values: dict | 
     when heads are exchangeable (docs/equations.md §2.5).
     """
     return AttentionLaw(config, heads, values)
-
-
-def law_of(source: Config | PolynomialModel) -> SpectralLaw:
-    """The law of an attention configuration (:func:`derive`) or of a polynomial model
-    (:meth:`~gemhsa_sym.layer.polynomial_model.PolynomialModel.law`; docs/exports.md §5.4)."""
-    return source.law() if isinstance(source, PolynomialModel) else derive(source)

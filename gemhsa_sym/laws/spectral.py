@@ -18,6 +18,7 @@ Every edge and atom records the method that found it.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -40,8 +41,10 @@ from gemhsa_sym.free.expressions.matrices import Dim
 from gemhsa_sym.free.expressions.system import DysonSystem, W
 from gemhsa_sym.free.numeric.results import WORK_DPS, Atom, Edge, EdgeClassification, check_dps
 from gemhsa_sym.laws.integrals import Band, Core, continuous_pieces
+from gemhsa_sym.laws.protocol import Law, check_points
 from gemhsa_sym.laws.solver import BranchSolver, ValueMethod
 from gemhsa_sym.laws.support import SupportScan, atom_at_zero, fold_edges, scan_support, top_of_support
+from gemhsa_sym.laws.tabulated import PROBES, TabulatedLaw, tabulate
 from gemhsa_sym.sampling.polynomial import sample_polynomial
 
 __all__ = ["RecordEdges", "SpectralLaw", "spectral_law"]
@@ -58,8 +61,8 @@ def _choose(method: str | None, default: str, allowed: tuple[str, ...], field: s
     return chosen
 
 
-class SpectralLaw:
-    """Limiting law of the eigenvalues of Y^T Y (module docstring)."""
+class SpectralLaw(Law):
+    """Limiting law of the eigenvalues of Y^T Y (module docstring); answers the protocol of :class:`.protocol.Law`."""
 
     def __init__(self, model: MatrixExpr | ExchangeableSum, ratios: Mapping[Dim, Any],
                  values: Mapping[sp.Symbol, Any] | None = None, reduce: bool = True) -> None:
@@ -103,7 +106,7 @@ class SpectralLaw:
         return self._cached(("meanings",), lambda: meanings(self.system, self.pencil, heads, self.derivation.limit))
 
     def __repr__(self) -> str:
-        return f"SpectralLaw(Y = {self.model}, ratios = {dict((str(k), v) for k, v in self.ratios.items())})"
+        return f"{type(self).__name__}(Y = {self.model}, ratios = {dict((str(k), v) for k, v in self.ratios.items())})"
 
     def _cached(self, key: tuple[Any, ...], compute: Any) -> Any:
         if key not in self._answers:
@@ -128,7 +131,7 @@ class SpectralLaw:
     def density(self, x: Any, dps: int | None = None, method: ValueMethod | None = None) -> Any:
         """-Im m(x + i0)/pi for real x (array in double, or mpmath at ``dps``)."""
         if dps is None:
-            return self.solver(method).density(x)
+            return self.solver(method).density(check_points(x))
         m = self.stieltjes(x, dps=dps)
         with mpmath.workdps(dps):
             if np.ndim(x) == 0:
@@ -199,36 +202,13 @@ class SpectralLaw:
 
     def cdf(self, x: Any, method: ValueMethod | None = None) -> Any:
         """P(lambda <= x), from the atoms and the pieces of the continuous part."""
-        xa = np.asarray(x, dtype=float)
+        xa = check_points(x)
         out = np.zeros_like(xa, dtype=float)
         for atom in self.atoms():
             out += atom.mass * (xa >= atom.location)
         for piece in self._pieces(method):
             out += piece.cdf(xa)
         return out if out.ndim else float(out)
-
-    def quantile(self, q: Any) -> Any:
-        """The smallest x with cdf(x) >= q for 0 < q < 1 (bisection on the monotone CDF); at q = 0 and
-        q = 1 the lower and upper ends of the support (docs/solving.md §3.8), as scipy's ``ppf``. Levels
-        within an atom (by its exact mass where identified) give its location exactly; none of these
-        rules depends on rounding."""
-        qa = np.asarray(q, dtype=float)
-        if np.any(~((qa >= 0) & (qa <= 1))):
-            raise ValueError("q: quantile levels must lie in [0, 1]")
-        edges, atoms = self.edges(dps=16), self.atoms()
-        lowest = min([float(e.location) for e in edges[:1]] + [a.location for a in atoms], default=0.0)
-        highest = max([float(e.location) for e in edges[-1:]] + [a.location for a in atoms], default=0.0)
-        lo, hi = np.zeros_like(qa), np.full_like(qa, float(edges[-1].location) if edges else 0.0)
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            below = self.cdf(mid) < qa
-            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-        # levels within the atom at 0, by its exact mass where identified (a level equal to the mass must not
-        # depend on the last bit of the numeric estimate)
-        at_zero = sum(float(a.exact) if a.exact is not None else a.mass for a in atoms if a.location == 0)
-        hi = np.where((qa > 0) & (qa <= at_zero), 0.0, hi)
-        hi = np.where(qa == 0, lowest, np.where(qa == 1, highest, hi))
-        return hi if hi.ndim else float(hi)
 
     def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:
         """Exact mu_1..mu_k from the full Dyson system as a power series in 1/w (:mod:`.series`);
@@ -350,6 +330,52 @@ class SpectralLaw:
     def sample(self, N: int, seed: int = 0, draws: int = 1) -> np.ndarray:
         """Eigenvalues of Y^T Y for finite Gaussian matrices at sizes ratio * N (one row per draw)."""
         return sample_polynomial(self.polynomial, self.ratios, self.values, N, seed, draws)
+
+
+    # ---- the rest of the protocol (docs/solving.md §3.15) ----------------------------------
+    def methods(self) -> dict[str, str]:
+        """The method of every query (each query that takes ``method=`` names its others)."""
+        return {
+            "cdf": "the atoms plus the density integrated between the fold edges, and at a hard edge the mass from contour "
+                   "integrals of m(w) (docs/solving.md §3.8)",
+            "ccdf": "1 - cdf", "quantile": "bisection on cdf; levels within the atom at the lowest point by its exact mass",
+            "density": "-Im m(x + i0) / pi on the physical branch of the reduced Dyson system (docs/solving.md §3.5)",
+            "stieltjes": "the physical branch of the reduced Dyson system, in double or mpmath (docs/solving.md §3.4)",
+            "sample": "eigenvalues of Y^T Y for finite Gaussian matrices at sizes ratio * N",
+            "moments": "exact, from the full Dyson system as a power series in 1/w (docs/solving.md §3.1)",
+            "edges": "folds of the continuation refined in mpmath; method='polynomial' or 'discriminant' from P(m, w)",
+            "atoms": "descent down the imaginary axis; method='polynomial' from P(m, w)",
+            "support": "the intervals between the fold edges",
+            "tail_exponent": "inf: the support is compact",
+            "achieved_error": "|total mass - 1| of the atoms and the pieces of the CDF",
+            "record": "everything derived, with P(m, w) where elimination finds it", "to_latex": "the record as a document",
+        }
+
+    def reasons(self) -> dict[str, str]:
+        """None: a spectral law answers every query."""
+        return {}
+
+    def achieved_error(self) -> float:
+        """|mass - 1| (the pieces of the CDF are converged to 1e-12 of their largest term, docs/solving.md §3.8)."""
+        return abs(self.mass() - 1.0)
+
+    def tail_exponent(self) -> float:
+        """inf: the support is compact."""
+        return math.inf
+
+    @property
+    def source_data(self) -> dict[str, Any]:
+        """What the law is of, as data (a configuration or a model file; empty for a polynomial given directly)."""
+        return {}
+
+    def tabulate(self, moments: int = 4, cdf: bool = True) -> TabulatedLaw:
+        """The law on a table (:func:`.tabulated.tabulate`): the CDF graded towards every edge, exact moments (by the
+        contour rule where they are not numbers), edges, atoms and m(w) at the probe points."""
+        exact = self.moments(moments)
+        entries = ([{"exact": str(v), "float": float(v)} for v in exact] if all(v.is_number for v in exact)
+                   else [{"exact": None, "float": float(v)} for v in self.numeric_moments(moments)])
+        probes = [complex(m) for m in np.atleast_1d(self.stieltjes(np.array(PROBES)))]
+        return tabulate(self, self.source_data, entries, probes, cdf)
 
 
 def spectral_law(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any] | None = None) -> SpectralLaw:

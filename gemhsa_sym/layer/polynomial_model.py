@@ -23,7 +23,6 @@ entries N(0, scale / n)) and copies with other ratios or scales, named by their 
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,14 +31,12 @@ import numpy as np
 import sympy as sp
 from sympy.matrices.expressions import MatrixExpr
 
-from gemhsa_sym.export.record import LawRecord
 from gemhsa_sym.free.expressions.grammar import parse_polynomial
 from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
-from gemhsa_sym.laws.spectral import RecordEdges, SpectralLaw
 from gemhsa_sym.parse import to_number
 from gemhsa_sym.sampling.polynomial import draw_polynomial, sizes_at
 
-__all__ = ["GAUSSIAN_FIELDS", "MODEL_FIELDS", "ModelLaw", "PolynomialModel", "is_model", "polynomial_law", "polynomial_model"]
+__all__ = ["GAUSSIAN_FIELDS", "MODEL_FIELDS", "PolynomialModel", "is_model", "polynomial_model"]
 
 #: Fields of a polynomial model file, and of each of its Gaussians.
 MODEL_FIELDS = ("polynomial", "dimensions", "gaussians")
@@ -102,11 +99,6 @@ def polynomial_model(data: Mapping[str, Any]) -> tuple[MatrixExpr, dict[Dim, sp.
     return parse_polynomial(data["polynomial"], gaussians), ratios
 
 
-def polynomial_law(data: Mapping[str, Any]) -> ModelLaw:
-    """The law of a polynomial model described in TOML (module docstring); ValueError naming the field."""
-    return PolynomialModel(dict(data)).law()
-
-
 @dataclass(frozen=True)
 class PolynomialModel:
     """A polynomial model (module docstring): its TOML data, validated and with exact numbers as text on
@@ -128,10 +120,6 @@ class PolynomialModel:
     def parsed(self) -> tuple[MatrixExpr, dict[Dim, sp.Expr]]:
         """The polynomial Y and the ratios of its dimensions (:func:`polynomial_model`)."""
         return polynomial_model(self.data)
-
-    def law(self) -> ModelLaw:
-        """The limiting law of the eigenvalues of Y^T Y (docs/solving.md §3.9)."""
-        return ModelLaw(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The model as TOML and JSON data, which :class:`PolynomialModel` reads back to an equal model."""
@@ -190,17 +178,3 @@ class PolynomialModel:
         gaussians = sum(sizes[g["rows"]] * sizes[g["cols"]] for g in self.data["gaussians"].values())
         nodes = sum(1 for node in sp.preorder_traversal(polynomial) if isinstance(node, MatrixExpr) and not isinstance(node, Gaussian))
         return 8 * (gaussians + (nodes + 3) * max(sizes.values()) ** 2)
-
-
-class ModelLaw(SpectralLaw):
-    """The law of a :class:`PolynomialModel` (``source``); its record carries the model's name."""
-
-    def __init__(self, model: PolynomialModel) -> None:
-        self.source = model
-        super().__init__(*model.parsed())
-
-    def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant",
-               discriminant_limit: float | None = None) -> LawRecord:
-        """The law's record (:meth:`SpectralLaw.record`) named after the model."""
-        return dataclasses.replace(super().record(dps, moments, time_limit, edges, discriminant_limit), name=self.source.name,
-                                   summary=self.source.summary())

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from gemhsa_sym.export.record import atom_entry, edge_entry
-from gemhsa_sym.laws.attention import law_of
+from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.laws.spectral import SpectralLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.polynomial_model import PolynomialModel

@@ -2,7 +2,7 @@
 
 One head of a causal (decoder) softmax attention layer at unit ratios n = d = d_k = d_v = d_out:
 tokens X (n x d) iid N(0, 1), W_Q, W_K, W_V iid N(0, 1/d), W_O iid N(0, 1/d_v), scores
-S = X W_Q (X W_K)^T / sqrt(d_k). The spectral object is the package's (gemhsa_sym.sampler.spectrum):
+S = X W_Q (X W_K)^T / sqrt(d_k). The spectral object is the package's (gemhsa_sym.sampling.sampler.spectrum):
 the eigenvalues of Y_c^T Y_c with Y_c = Y minus its column means (= the Y_c^T Y_c / n of
 docs/model.md §1.1 with Y_c = sqrt(n) (I - 11^T/n) Y). With D = diag(1/i), tril keeping j <= i and
 (c0, mu1, sigma^2) = (1, beta, e^{beta^2} - 1 - beta^2), every draw gives, on the same tokens and weights:
@@ -34,7 +34,7 @@ W_O, Z), so its (a) and (e) are gemhsa_sym's ``sample(Config(mask="causal"), n, 
 children draws..2 draws-1. numpy and scipy.stats.ks_2samp only. Run single-threaded for speed on a
 shared machine, e.g.
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python derivations/studies/causal_parts.py --n 500 1000 2000 --draws 2
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python docs/studies/causal_parts.py --n 500 1000 2000 --draws 2
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def coefficients(beta: float) -> tuple[float, float, float]:
 
 
 def spectrum(Y: np.ndarray) -> np.ndarray:
-    """Eigenvalues of Y_c^T Y_c, Y_c = Y minus its column means (gemhsa_sym.sampler.spectrum), ascending."""
+    """Eigenvalues of Y_c^T Y_c, Y_c = Y minus its column means (gemhsa_sym.sampling.sampler.spectrum), ascending."""
     centred = Y - Y.mean(axis=0)
     return np.linalg.eigvalsh(centred.T @ centred)
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,17 +49,15 @@ from gemhsa_sym.export.causal_record import causal_record, probe_differences, re
 from gemhsa_sym.export.document import document
 from gemhsa_sym.export.record import LawRecord, record_from_json
 from gemhsa_sym.files import read_text, write_atomic
-from gemhsa_sym.laws.attention import law_of
-from gemhsa_sym.laws.spectral import SpectralLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.presets import read_input
+from gemhsa_sym.library.catalogue import causal_source, check_file, load, records, verification
 from gemhsa_sym.verification.causal import verify_causal
 from gemhsa_sym.verification.causal_cache import cached_distribution, store_distribution
 from gemhsa_sym.verification.claims import SAMPLE_HEADS
 from gemhsa_sym.verification.compare import verify
 
-__all__ = ["DPS", "VERIFY_DRAWS", "VERIFY_N", "Difference", "check", "check_file", "fill_cache", "load", "records",
-           "verification", "write", "write_verifications"]
+__all__ = ["DPS", "VERIFY_DRAWS", "VERIFY_N", "Difference", "check", "fill_cache", "write", "write_verifications"]
 
 #: Digits of the support edges in the records.
 DPS = 30
@@ -89,26 +87,6 @@ class Difference:
         return f"{self.name}: {self.where}: committed {self.committed!r}, regenerated {self.regenerated!r}"
 
 
-def check_file(path: Path) -> None:
-    """Read a library file as :func:`load` does, without solving: ValueError naming the field otherwise."""
-    read_input(path)
-
-
-def load(path: Path) -> SpectralLaw:
-    """The law of one TOML file: an attention configuration or a polynomial model (:func:`~gemhsa_sym.layer.presets.read_input`)."""
-    return law_of(read_input(path))
-
-
-def records(folder: Path, only: Sequence[str] | None = None) -> Iterator[tuple[str, Path]]:
-    """(name, TOML path) of the named derivations in ``folder`` (all, or those in ``only``), sorted by name."""
-    paths = {p.stem: p for p in Path(folder).glob("*.toml")}
-    missing = sorted(set(only or ()) - set(paths))
-    if missing:
-        raise ValueError(f"only: no derivation named {', '.join(missing)} in {folder}")
-    for name in sorted(only or paths):
-        yield name, paths[name]
-
-
 def _record(path: Path, edge_method: str | None = None) -> LawRecord:
     """The record of one named derivation, named after its file; given the ``edge_method`` of its committed
     record, with the edges found the same way (module docstring)."""
@@ -126,43 +104,6 @@ def _dump(record: dict[str, Any]) -> str:
     return json.dumps(record, indent=2) + "\n"
 
 
-def verification(path: Path) -> dict[str, Any] | None:
-    """The verification record beside the TOML file ``path`` (``NAME.verify.json``), or None; a ValueError
-    naming the file when it is not one."""
-    file = path.with_suffix(".verify.json")
-    if not file.exists():
-        return None
-    try:
-        data = json.loads(read_text(file, "verification"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{file.name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    if isinstance(data, dict) and "points" in data:
-        points = data["points"]
-        if not (isinstance(points, list) and points and isinstance(data.get("seed"), int) and isinstance(data.get("draws"), int)
-                and all(isinstance(p, dict) and isinstance(p.get("n"), int) and _numbers(p, "ks_softmax_ge", "floor")
-                        and all(_numbers(p, key) for key in ("ks_theory_softmax", "ks_theory_ge") if p.get(key) is not None)
-                        and all(isinstance(p.get(key), list) and len(p[key]) == 4 for key in ("quantiles_softmax", "quantiles_ge"))
-                        for p in points)):
-            raise ValueError(f"{file.name}: not a verification record (the JSON of gemhsa-sym verify for a causal layer)")
-        return data
-    rows = data.get("by_n") if isinstance(data, dict) else None
-    if not (isinstance(rows, list) and rows and isinstance(data.get("seed"), int) and all(
-            isinstance(r, dict) and isinstance(r.get("n"), int) and isinstance(r.get("draws"), int)
-            and isinstance(r.get("ks"), dict) and isinstance(r.get("floor"), dict) and isinstance(r.get("outliers"), dict)
-            for r in rows)):
-        raise ValueError(f"{file.name}: not a verification record (the JSON of gemhsa-sym verify)")
-    return data
-
-
-def _numbers(row: dict[str, Any], *keys: str) -> bool:
-    return all(isinstance(row.get(key), (int, float)) and not isinstance(row.get(key), bool) for key in keys)
-
-
-def _causal(source: Any) -> Config | None:
-    """The configuration of a causal layer, None for any other source (:func:`~gemhsa_sym.layer.presets.read_input`)."""
-    return source if isinstance(source, Config) and source.mask == "causal" else None
-
-
 def write_verifications(folder: Path, only: Sequence[str] | None = None, executor: Any = None,
                         progress: Callable[[str], None] = lambda name: None, cache: str | Path | None = None) -> list[str]:
     """Run the Monte Carlo of every derivation (:data:`VERIFY_N`, :data:`VERIFY_DRAWS`, seed 0; a law of infinitely
@@ -175,7 +116,7 @@ def write_verifications(folder: Path, only: Sequence[str] | None = None, executo
     for name, path in paths:
         progress(name)
         source = read_input(path)
-        causal = _causal(source)
+        causal = causal_source(source)
         committed_json = json.loads(read_text(path.with_suffix(".json"), "record"))
         if causal is not None:
             data = verify_causal(causal, list(VERIFY_N), VERIFY_DRAWS, 0, executor, cache=None if cache is None else str(cache)
@@ -200,7 +141,7 @@ def write(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
         verification(path)
     for name, path in records(folder, only):
         progress(name)
-        causal = _causal(read_input(path))
+        causal = causal_source(read_input(path))
         if causal is not None:
             data = causal_record(causal, cached_distribution(causal, cache), name)
             tex = causal_document(data, verification(path))
@@ -249,7 +190,7 @@ def check(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
             diffs.append(Difference(name, "files", "missing", f"{json_path.name}, {tex_path.name}"))
             continue
         committed = json.loads(read_text(json_path, "record"))
-        causal = _causal(read_input(path))
+        causal = causal_source(read_input(path))
         if causal is not None:
             found = _check_causal(name, causal, committed)
             diffs += found
@@ -287,7 +228,7 @@ def fill_cache(folder: Path, cache: str | Path, only: Sequence[str] | None = Non
     its distribution function is stored (docs/exports.md §5.5); returns the names stored."""
     entries = []
     for name, path in records(folder, only):  # every entry is checked before any is stored
-        causal = _causal(read_input(path))
+        causal = causal_source(read_input(path))
         if causal is None:
             if only:
                 raise ValueError(f"only: {name} is not a causal entry (the cache keeps only causal laws)")

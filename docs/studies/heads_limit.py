@@ -6,7 +6,7 @@ limit's (the largest |F_H(x) - F_oo(x)| on a grid of the union of both supports)
 figures; with --plot, the distance and the top edge against H on log axes. Theory only (gemhsa_sym's public
 API: ``derive``, ``SpectralLaw.cdf``, ``support``, ``moments``); no Monte Carlo.
 
-    python derivations/studies/heads_limit.py --max-heads 1024 --json --plot heads_limit.png
+    python docs/studies/heads_limit.py --max-heads 1024 --json --plot heads_limit.png
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from gemhsa_sym.derive import derive
-from gemhsa_sym.presets import PRESETS
+from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.layer.presets import PRESETS
 
 #: Points of the grid on which the two CDFs are compared.
 GRID = 4001

@@ -17,7 +17,7 @@ W and V the value-output weights. Two steps give m(w) = tau((w - Y^T Y)^-1):
    *masked*: X^T P_k X for every node; its Dyson equation is the two-point equation of
    docs/equations.md §2.11.
 
-The equation is the engine's (``gemhsa_sym.free.two_point``, docs/solving.md §3.13); this study
+The equation is the engine's (``gemhsa_sym.free.positions.two_point``, docs/solving.md §3.13); this study
 checks it against Monte Carlo of the models, m(w) as the mean of 1 / (w - lambda) over pooled spectra:
 (w) the model without weights with fresh queries, and the single-head causal Gaussian equivalent
 without c_0 at unit ratios (softmax coefficients mu_1 = beta, sigma^2 = e^{beta^2} - 1 - beta^2): (b)
@@ -28,13 +28,13 @@ generic pairings are checked against the equations written out by hand in tests/
 
 numpy, and the engine; seeds from numpy's SeedSequence. For example
 
-    OMP_NUM_THREADS=2 python derivations/studies/causal_two_point.py --n 1000 2000 --draws 2
+    OMP_NUM_THREADS=2 python docs/studies/causal_two_point.py --n 1000 2000 --draws 2
 
 and, for the distribution function of the single head's law (the engine's, with its achieved error,
 docs/solving.md §3.11) against the pooled spectra of (b), with quantiles and the Kolmogorov-Smirnov
 distance:
 
-    OMP_NUM_THREADS=2 python derivations/studies/causal_two_point.py --n 2000 --draws 4 --cdf
+    OMP_NUM_THREADS=2 python docs/studies/causal_two_point.py --n 2000 --draws 4 --cdf
 """
 
 from __future__ import annotations
@@ -46,11 +46,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gemhsa_sym.causal import QUANTILES, causal_distribution
-from gemhsa_sym.config import Config
-from gemhsa_sym.free.masked_pencil import heads_pencil, weightless_pencil
-from gemhsa_sym.free.profiles import Quadrature
-from gemhsa_sym.free.two_point import TwoPointSystem, solve
+from gemhsa_sym.free.positions.masked_pencil import heads_pencil, weightless_pencil
+from gemhsa_sym.free.positions.profiles import Quadrature
+from gemhsa_sym.free.positions.two_point import TwoPointSystem, solve
+from gemhsa_sym.laws.causal import QUANTILES, causal_distribution
+from gemhsa_sym.layer.config import Config
 from gemhsa_sym.verification.causal import ks_to_law
 
 #: Points of the upper half plane where m(w) is compared.

@@ -1,0 +1,89 @@
+"""The functions of the public face (``import gemhsa_sym as gs``; docs/architecture.md §7.4).
+
+``gs.law`` takes whatever names a law: a preset name, a configuration or polynomial model file, a
+:class:`~gemhsa_sym.layer.config.Config`, a :class:`~gemhsa_sym.layer.polynomial_model.PolynomialModel`,
+or a polynomial in Gaussian matrices with the ratios of its dimensions; every law it returns answers the
+one protocol of :class:`~gemhsa_sym.laws.protocol.Law`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sympy.matrices.expressions import MatrixExpr
+
+from gemhsa_sym.free.expressions.exchangeable import ExchangeableSum
+from gemhsa_sym.free.expressions.matrices import Dim
+from gemhsa_sym.laws.protocol import Law
+from gemhsa_sym.laws.resolve import law_of
+from gemhsa_sym.laws.spectral import SpectralLaw
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
+from gemhsa_sym.layer.presets import PRESETS, load_input
+from gemhsa_sym.library.catalogue import library_law
+from gemhsa_sym.sampling.sampler import SampleResult
+from gemhsa_sym.sampling.sampler import sample as sample_config
+from gemhsa_sym.verification.causal import CausalVerification, verify_causal
+from gemhsa_sym.verification.compare import VerifyResult
+from gemhsa_sym.verification.compare import verify as verify_source
+
+__all__ = ["law", "load", "presets", "sample", "verify"]
+
+Source = str | Path | Config | PolynomialModel
+
+
+def presets() -> dict[str, Config]:
+    """The named configurations (docs/model.md §1.4), by name."""
+    return dict(PRESETS)
+
+
+def load(source: str | Path) -> Config | PolynomialModel:
+    """A preset by name, or the attention configuration or polynomial model in a TOML file."""
+    if not isinstance(source, (str, Path)):
+        raise TypeError(f"source: expected a preset name or a file path, got {type(source).__name__}")
+    return load_input(source)
+
+
+def law(source: Source | MatrixExpr | ExchangeableSum | Law, ratios: Mapping[Dim, Any] | None = None,
+        values: Mapping[Any, Any] | None = None) -> Law:
+    """The law of ``source`` (module docstring). A preset of the library whose law costs minutes to solve (a causal
+    layer) is read from the library's validated record; a polynomial needs ``ratios`` (each dimension's size over N)
+    and may take ``values`` of its parameters."""
+    if isinstance(source, (MatrixExpr, ExchangeableSum)):
+        if ratios is None:
+            raise ValueError("ratios: a polynomial's law needs the ratio of every dimension to N")
+        return SpectralLaw(source, ratios, values)
+    if ratios is not None or values is not None:
+        raise ValueError("ratios: only a polynomial given directly takes ratios and values; a configuration or a model "
+                         "file holds its own")
+    if isinstance(source, Law):
+        return source
+    if isinstance(source, (str, Path)) and str(source) in PRESETS:
+        found = library_law(str(source))
+        if found is not None:
+            return found
+    return law_of(load(source) if isinstance(source, (str, Path)) else source)
+
+
+def _config(source: Source) -> Config:
+    found = load(source) if isinstance(source, (str, Path)) else source
+    if not isinstance(found, Config):
+        raise ValueError(f"source: {source!r} is a polynomial model; its own samples are gs.law(model).sample(N)")
+    return found
+
+
+def sample(source: Source, n: int, draws: int = 1, seed: int = 0, reading: str = "softmax", **options: Any) -> SampleResult:
+    """``draws`` seeded spectra of a layer at token count ``n``: the real layer (``reading="softmax"``) or its Gaussian
+    equivalent (``"ge"``); ``options`` as :func:`~gemhsa_sym.sampling.sampler.sample` (jobs, backend, device)."""
+    return sample_config(_config(source), n, draws, seed, reading, **options)
+
+
+def verify(source: Source, n: list[int], draws: int = 3, seed: int = 0, **options: Any) -> VerifyResult | CausalVerification:
+    """The law of ``source`` beside seeded Monte Carlo at every token count in ``n`` (docs/verification.md §4.3);
+    ``options`` as :func:`~gemhsa_sym.verification.compare.verify`."""
+    found = load(source) if isinstance(source, (str, Path)) else source
+    if isinstance(found, Config) and found.mask == "causal":
+        return verify_causal(found, list(n), draws, seed, **options)
+    return verify_source(found, list(n), draws, seed, **options)

@@ -1,0 +1,158 @@
+"""The law of a causal layer through the one protocol (docs/solving.md §3.15, docs/extensions.md §8.6).
+
+A causal layer's law (without its uniform part) has a heavy tail and no moments, edges or P(m, w): it is known
+by its distribution function on a log-spaced grid (:func:`~gemhsa_sym.laws.causal.causal_distribution`, solved,
+or read back from a library record or a cache), and m(w) and the density are solved afresh from the discretised
+equation of its positions (:func:`~gemhsa_sym.laws.causal.causal_model`) to the law's tolerance. Every query it
+cannot answer says why.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from gemhsa_sym.export.causal_document import causal_document
+from gemhsa_sym.export.causal_record import causal_latex, causal_record
+from gemhsa_sym.free.positions.profiled_law import Distribution, density, stieltjes
+from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
+from gemhsa_sym.laws.causal import REPORT_TOL, UNRESOLVED_TAIL, causal_distribution, causal_model, causal_report, causal_tail
+from gemhsa_sym.laws.protocol import Law, NoAnswer, check_points
+from gemhsa_sym.laws.tabulated import TabulatedLaw, table_queries
+from gemhsa_sym.layer.config import Config
+
+__all__ = ["CausalLaw", "NO_MOMENTS"]
+
+#: Why a causal law has no moments.
+NO_MOMENTS = ("the law has a heavy tail, P(lambda > x) ~ c / x^kappa with kappa near 1 (row i of the noise has variance n / i), "
+              "so its mean and every higher moment diverge")
+#: Why it has no edges.
+NO_EDGES = "the support is (0, inf): the heavy tail has no upper edge, and the mass reaches down to 0"
+
+
+class CausalLaw(Law):
+    """The law of the causal layer ``config`` (module docstring), at the tolerance ``tol`` of m(w); ``table`` its
+    distribution function where it was solved before (a library record or a cache: ``origin`` says which)."""
+
+    def __init__(self, config: Config, table: Distribution | None = None, tol: float = REPORT_TOL, origin: str = "solved") -> None:
+        if config.mask != "causal":
+            raise ValueError(f"mask: a causal law is the law of a causal layer; this configuration has mask = {config.mask!r}")
+        self.config, self.tol, self.origin = config, tol, origin
+        self.model = causal_model(config)  # NotImplementedError naming the field where no equation is written
+        self._table, self.seconds = table, 0.0
+
+    def __repr__(self) -> str:
+        return f"CausalLaw({self.config.summary()})"
+
+    def distribution(self) -> Distribution:
+        """The distribution function on its grid (solved once, with the seconds it took in :attr:`seconds`)."""
+        if self._table is None:
+            start = time.perf_counter()
+            self._table = causal_distribution(self.config, self.tol)
+            self.seconds = time.perf_counter() - start
+        return self._table
+
+    @property
+    def masked(self) -> bool:
+        """Whether the law is that of masked scores (the two-point equation), not of a variance profile."""
+        return isinstance(self.model, MaskedScoresModel)
+
+    # ---- the protocol ----------------------------------------------------------------------
+    def methods(self) -> dict[str, str]:
+        equation = ("the two-point Dyson equation of the masked scores (docs/equations.md §2.11)" if self.masked else
+                    "the Dyson equation of the variance profile 1{u <= t} / t^2 (docs/equations.md §2.9)")
+        found = {"solved": "solved", "library": "read from the library's record", "cache": "read from the cache"}[self.origin]
+        out = {
+            "cdf": f"the distribution function on its log-spaced grid ({found}): the mass below the first point by a contour "
+                   f"integral of m(w), then the density integrated in log x (docs/solving.md §3.11); linear between points",
+            "ccdf": "1 - cdf", "quantile": "bisection on cdf inside the grid",
+            "density": f"-Im m(x + i0) / pi of {equation}, discretised level by level until m changes by at most tol (1 + |m|)",
+            "stieltjes": f"{equation}, discretised level by level until m changes by at most tol (1 + |m|)",
+            "atoms": "none: no eigenvalue keeps a positive fraction of the mass at one point",
+            "support": "(0, inf)", "achieved_error": "the level-to-level change of F, integrated (docs/solving.md §3.11)",
+            "record": "the record of the library (docs/exports.md §5.5)", "to_latex": "the record as a document",
+        }
+        if not self.masked:
+            out["tail_exponent"] = "the log-log slope of the density over the top fifth of the grid"
+        return out
+
+    def reasons(self) -> dict[str, str]:
+        out = {"moments": NO_MOMENTS, "edges": NO_EDGES,
+               "sample": "the law has no finite realisation of its own; gemhsa_sym.sample draws the causal layer and its "
+                         "Gaussian equivalent"}
+        if self.masked:
+            out["tail_exponent"] = UNRESOLVED_TAIL
+        return out
+
+    def cdf(self, x: Any) -> Any:
+        """F(x) from the table, linear between its points; 0 for x <= 0; refused elsewhere outside the grid."""
+        law, xa = self.distribution(), check_points(x)
+        outside = (xa > 0) & ((xa < law.x[0]) | (xa > law.x[-1]))
+        if np.any(outside):
+            raise ValueError(f"x: this law's distribution function is known on [{law.x[0]:g}, {law.x[-1]:g}] "
+                             f"(F = {law.cdf[0]:.4g} .. {law.cdf[-1]:.4g}); {xa[outside].flat[0]:g} lies outside")
+        out = np.where(xa <= 0, 0.0, np.interp(xa, law.x, law.cdf))
+        return out if out.ndim else float(out)
+
+    def density(self, x: Any) -> Any:
+        """The density at positive points, solved to the law's tolerance (0 at x <= 0)."""
+        xa = check_points(x)
+        out = np.zeros(xa.shape)
+        positive = xa > 0
+        if np.any(positive):
+            out[positive] = -density(self.model, xa[positive], self.tol).m.imag / np.pi
+        return out if out.ndim else float(out)
+
+    def stieltjes(self, w: Any) -> Any:
+        """m(w) in the upper half plane, solved to the law's tolerance."""
+        points = np.asarray(w, dtype=complex)
+        if np.any(points.imag <= 0):
+            raise ValueError("w: a causal law's m(w) is solved in the upper half plane (Im w > 0)")
+        out = stieltjes(self.model, points.ravel(), self.tol).m.reshape(points.shape)
+        return out if out.ndim else complex(out)
+
+    def atoms(self) -> list:
+        return []
+
+    def support(self) -> list[tuple[float, float]]:
+        return [(0.0, math.inf)]
+
+    def achieved_error(self) -> float:
+        return float(self.distribution().error)
+
+    def tail_exponent(self) -> float:
+        value = causal_tail(self.config, self.distribution())
+        if value is None:
+            raise NoAnswer("tail_exponent", UNRESOLVED_TAIL)
+        return value
+
+    def quantile_bracket(self) -> tuple[float, float, bool]:
+        law = self.distribution()
+        return float(law.x[0]), float(law.x[-1]), False
+
+    def report(self, grid: np.ndarray | None = None) -> dict[str, Any]:
+        """What ``derive`` prints (:func:`~gemhsa_sym.laws.causal.causal_report`), the density on ``grid`` when given."""
+        return causal_report(self.config, grid, self.distribution())
+
+    def record(self) -> dict[str, Any]:
+        return causal_record(self.config, self.distribution(), self.config.name)
+
+    def to_latex(self) -> str:
+        return causal_document(self.record())
+
+    def _repr_latex_(self) -> str:
+        """For notebooks: the coefficients, a row of the Gaussian equivalent and the equations of the law."""
+        tex = causal_latex(self.config)
+        return r"$\begin{aligned}" + r" \\ ".join(rf"&{row}" for part in tex.values() for row in part) + r"\end{aligned}$"
+
+    def tabulate(self, moments: int = 4, cdf: bool = True) -> TabulatedLaw:
+        """The law's own table (:class:`~.tabulated.TabulatedLaw`), which holds it between its grid's ends only."""
+        law = self.distribution()
+        tail = None if self.masked else self.tail_exponent()
+        methods, refused = table_queries(self.methods(), self.reasons(), False)
+        return TabulatedLaw(self.config.to_dict(), law.x, law.cdf, [], float(law.error), methods, refused, False, None, None, None,
+                            tail, law.density, self.seconds)
+

@@ -1,0 +1,22 @@
+"""The law of a configuration or a polynomial model: the one place that tells the kinds of law apart."""
+
+from __future__ import annotations
+
+from gemhsa_sym.laws.attention import AttentionLaw
+from gemhsa_sym.laws.causal_law import CausalLaw
+from gemhsa_sym.laws.polynomial import ModelLaw
+from gemhsa_sym.laws.protocol import Law
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
+
+__all__ = ["law_of"]
+
+
+def law_of(source: Config | PolynomialModel) -> Law:
+    """The law of an attention configuration (a :class:`~.causal_law.CausalLaw` for a causal mask, an
+    :class:`~.attention.AttentionLaw` otherwise) or of a polynomial model (:class:`~.polynomial.ModelLaw`)."""
+    if isinstance(source, PolynomialModel):
+        return ModelLaw(source)
+    if not isinstance(source, Config):
+        raise TypeError(f"source: expected a Config or a PolynomialModel, got {type(source).__name__}")
+    return CausalLaw(source) if source.mask == "causal" else AttentionLaw(source)

@@ -1,0 +1,1 @@
+"""The derivations library: named configurations with their committed, regenerable records and documents."""

@@ -1,0 +1,107 @@
+"""The derivations library as data: where it is, its entries, their records and verification records
+(docs/exports.md §5.3).
+
+The library ships inside the package (``gemhsa_sym/library/records``, the repository's ``derivations/``
+folder), found by :data:`LIBRARY` wherever the package is installed; a folder of one's own is read the
+same way. :func:`library_law` answers a library entry from its committed record where solving costs
+minutes (a causal law), after validating the record against the entry's configuration.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from gemhsa_sym.export.causal_record import record_law
+from gemhsa_sym.files import read_text
+from gemhsa_sym.laws.causal_law import CausalLaw
+from gemhsa_sym.laws.protocol import Law
+from gemhsa_sym.laws.resolve import law_of
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.presets import read_input
+
+__all__ = ["LIBRARY", "causal_source", "check_file", "library_law", "load", "records", "verification"]
+
+#: The library shipped with the package.
+LIBRARY: Path = Path(str(resources.files("gemhsa_sym.library") / "records"))
+
+
+def check_file(path: Path) -> None:
+    """Read a library file as :func:`load` does, without solving: ValueError naming the field otherwise."""
+    read_input(path)
+
+
+def load(path: Path) -> Law:
+    """The law of one TOML file: an attention configuration or a polynomial model (:func:`~gemhsa_sym.layer.presets.read_input`)."""
+    return law_of(read_input(path))
+
+
+def records(folder: Path, only: Sequence[str] | None = None) -> Iterator[tuple[str, Path]]:
+    """(name, TOML path) of the named derivations in ``folder`` (all, or those in ``only``), sorted by name."""
+    paths = {p.stem: p for p in Path(folder).glob("*.toml")}
+    missing = sorted(set(only or ()) - set(paths))
+    if missing:
+        raise ValueError(f"only: no derivation named {', '.join(missing)} in {folder}")
+    for name in sorted(only or paths):
+        yield name, paths[name]
+
+
+def verification(path: Path) -> dict[str, Any] | None:
+    """The verification record beside the TOML file ``path`` (``NAME.verify.json``), or None; a ValueError
+    naming the file when it is not one."""
+    file = path.with_suffix(".verify.json")
+    if not file.exists():
+        return None
+    try:
+        data = json.loads(read_text(file, "verification"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{file.name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    if isinstance(data, dict) and "points" in data:
+        points = data["points"]
+        if not (isinstance(points, list) and points and isinstance(data.get("seed"), int) and isinstance(data.get("draws"), int)
+                and all(isinstance(p, dict) and isinstance(p.get("n"), int) and _numbers(p, "ks_softmax_ge", "floor")
+                        and all(_numbers(p, key) for key in ("ks_theory_softmax", "ks_theory_ge") if p.get(key) is not None)
+                        and all(isinstance(p.get(key), list) and len(p[key]) == 4 for key in ("quantiles_softmax", "quantiles_ge"))
+                        for p in points)):
+            raise ValueError(f"{file.name}: not a verification record (the JSON of gemhsa-sym verify for a causal layer)")
+        return data
+    rows = data.get("by_n") if isinstance(data, dict) else None
+    if not (isinstance(rows, list) and rows and isinstance(data.get("seed"), int) and all(
+            isinstance(r, dict) and isinstance(r.get("n"), int) and isinstance(r.get("draws"), int)
+            and isinstance(r.get("ks"), dict) and isinstance(r.get("floor"), dict) and isinstance(r.get("outliers"), dict)
+            for r in rows)):
+        raise ValueError(f"{file.name}: not a verification record (the JSON of gemhsa-sym verify)")
+    return data
+
+
+def _numbers(row: dict[str, Any], *keys: str) -> bool:
+    return all(isinstance(row.get(key), (int, float)) and not isinstance(row.get(key), bool) for key in keys)
+
+
+def causal_source(source: Any) -> Config | None:
+    """The configuration of a causal layer, None for any other source (:func:`~gemhsa_sym.layer.presets.read_input`)."""
+    return source if isinstance(source, Config) and source.mask == "causal" else None
+
+
+def library_law(name: str, folder: Path = LIBRARY) -> Law | None:
+    """The law of the library entry ``name`` read from its committed record, for a causal layer (whose law costs
+    minutes to solve), after :func:`~gemhsa_sym.export.causal_record.record_law` validates the record against the
+    entry's configuration; None where the entry has no record to read or is not causal (its law is derived)."""
+    toml, record = Path(folder) / f"{name}.toml", Path(folder) / f"{name}.json"
+    if not toml.is_file() or not record.is_file():
+        return None
+    config = causal_source(read_input(toml))
+    if config is None:
+        return None
+    try:
+        data = json.loads(read_text(record, "record"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{record}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    try:
+        table = record_law(data, config)
+    except ValueError as exc:
+        raise ValueError(f"{record}: not the record of this entry's law ({exc})") from None
+    return CausalLaw(config, table, origin="library")
