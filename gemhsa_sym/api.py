@@ -25,7 +25,6 @@ from gemhsa_sym.layer.presets import PRESETS, load_input
 from gemhsa_sym.library.catalogue import library_law
 from gemhsa_sym.sampling.sampler import SampleResult
 from gemhsa_sym.sampling.sampler import sample as sample_config
-from gemhsa_sym.verification.causal import CausalVerification, verify_causal
 from gemhsa_sym.verification.compare import VerifyResult
 from gemhsa_sym.verification.compare import verify as verify_source
 
@@ -80,10 +79,7 @@ def sample(source: Source, n: int, draws: int = 1, seed: int = 0, reading: str =
     return sample_config(_config(source), n, draws, seed, reading, **options)
 
 
-def verify(source: Source, n: list[int], draws: int = 3, seed: int = 0, **options: Any) -> VerifyResult | CausalVerification:
+def verify(source: Source, n: list[int], draws: int = 3, seed: int = 0, **options: Any) -> VerifyResult:
     """The law of ``source`` beside seeded Monte Carlo at every token count in ``n`` (docs/verification.md §4.3);
-    ``options`` as :func:`~gemhsa_sym.verification.compare.verify`."""
-    found = load(source) if isinstance(source, (str, Path)) else source
-    if isinstance(found, Config) and found.mask == "causal":
-        return verify_causal(found, list(n), draws, seed, **options)
-    return verify_source(found, list(n), draws, seed, **options)
+    ``options`` as :func:`~gemhsa_sym.verification.compare.verify` (executor, cache, backend, sample_heads, ...)."""
+    return verify_source(load(source) if isinstance(source, (str, Path)) else source, list(n), draws, seed, **options)

@@ -69,20 +69,21 @@ def test_derive_refuses_a_causal_layer_without_a_law_in_one_line(capsys: pytest.
 
 
 def test_causal_law_cache_reads_back_a_valid_entry_and_names_what_is_wrong_with_a_bad_one(tmp_path) -> None:
-    """An entry on disk (a Pareto(1) law tabulated on a log grid) comes back unchanged instead of being computed; the
-    validation names what is wrong with a changed one (the recomputation of a bad entry: the slow test below)."""
-    import json
-
+    """A table on disk (a Pareto(1) law tabulated on a log grid) comes back unchanged instead of being computed, and
+    gives the law back; the validation names what is wrong with a changed one (the recomputation of a bad entry: the
+    slow test below)."""
+    from gemhsa_sym.free.positions.profiled_law import Distribution
     from gemhsa_sym.laws.causal import validated_distribution
-    from gemhsa_sym.verification.causal_cache import cached_distribution, causal_cache_file
+    from gemhsa_sym.laws.causal_law import CausalLaw
+    from gemhsa_sym.verification.theory import cache_file, store_table, theory_task
 
     x = np.geomspace(1.0, 1e4, 40)
     entry = {"config": SQUARE.to_dict(), "tol": 1e-3, "x": x.tolist(), "cdf": (1 - 1 / x).tolist(), "density": (x**-2).tolist(),
              "error": 1e-4, "level": 7, "nodes": 99}
-    path = causal_cache_file(tmp_path, SQUARE)
-    path.write_text(json.dumps(entry))
-    law = cached_distribution(SQUARE, tmp_path)
-    assert law.level == 7 and law.nodes == 99 and np.array_equal(law.cdf, 1 - 1 / x) and law.quantile(0.5)[0] == pytest.approx(2, 0.01)
+    path = store_table(CausalLaw(SQUARE, Distribution(x, 1 - 1 / x, x**-2.0, 1e-4, 7, 99)).tabulate(), SQUARE, tmp_path)
+    table = theory_task(SQUARE, True, str(tmp_path))
+    law = CausalLaw.from_table(SQUARE, table).distribution()
+    assert law.level == 7 and law.nodes == 99 and np.array_equal(law.cdf, 1 - 1 / x) and table.quantile(0.5) == pytest.approx(2, 0.01)
     for change, reason in (({"config": {}}, "another configuration"), ({"tol": 1e-6}, "another configuration"),
                            ({"x": entry["x"][::-1]}, "not increasing"), ({"density": [-1.0] * 40}, "density"),
                            ({"x": entry["x"][1:]}, "do not match"), ({"error": "1e-3; rm"}, "not a number"),
@@ -90,7 +91,7 @@ def test_causal_law_cache_reads_back_a_valid_entry_and_names_what_is_wrong_with_
                            ({"cdf": [float("nan")] * 40}, "not finite")):
         with pytest.raises(ValueError, match=reason):
             validated_distribution(entry | change, SQUARE)
-    assert causal_cache_file(tmp_path, SQUARE.replace(beta=2)) != path
+    assert cache_file(tmp_path, SQUARE.replace(beta=2), True) != path
 
 
 def test_verify_of_a_causal_layer_without_a_law_compares_the_samples_alone(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,9 +102,9 @@ def test_verify_of_a_causal_layer_without_a_law_compares_the_samples_alone(tmp_p
     assert main(["verify", "mqa", "--set", "mask=causal", "--n", "100,200", "--draws", "1", "--json", "--quiet"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["theory"] is None and report["no_theory"].startswith("share_k: the two-point equation")
-    assert [p["ks_theory_softmax"] for p in report["points"]] == [None, None]
-    assert set(report["exponents"]) == {"ks_softmax_ge", "floor"}
-    assert all(0 < p["ks_softmax_ge"] < 0.2 and 0 < p["floor"] < 0.2 for p in report["points"])
+    assert [p["ks"] for p in report["by_n"]] == [None, None]
+    assert {key for key in report["scaling"] if key.endswith("_exponent")} == {"ks_softmax_ge_exponent", "ks_floor_exponent"}
+    assert all(0 < p["softmax_ge"]["ks"] < 0.2 and 0 < p["floor"]["ks"] < 0.2 for p in report["by_n"])
     assert main(["verify", "mqa", "--set", "mask=causal", "--n", "100,200", "--draws", "1", "--quiet"]) == 0
     text = capsys.readouterr().out
     assert "theory   none: share_k: the two-point equation" in text and "fitted   ks_softmax_ge ~ n^" in text
@@ -132,13 +133,15 @@ def test_ks_to_a_law_on_a_grid_and_hills_estimator_on_pareto_samples() -> None:
     from scipy import stats
 
     from gemhsa_sym.free.positions.profiled_law import Distribution
-    from gemhsa_sym.verification.causal import hill, ks_to_law
+    from gemhsa_sym.laws.causal_law import CausalLaw
+    from gemhsa_sym.verification.distances import empirical_ks, hill
 
     x = np.geomspace(1.0, 1e8, 4000)
     law = Distribution(x, 1 - 1 / x, x**-2.0, 0.0, 0, 0)  # P(lambda > x) = 1 / x on [1, oo)
     samples = stats.pareto(1.0).rvs(size=20000, random_state=np.random.default_rng(2))
     samples = samples[samples < 1e8]
-    assert abs(ks_to_law(law, samples) - stats.kstest(samples, stats.pareto(1.0).cdf).statistic) < 1e-3
+    table = CausalLaw(SQUARE, law).tabulate()
+    assert abs(empirical_ks(table, samples) - stats.kstest(samples, stats.pareto(1.0).cdf).statistic) < 1e-3
     assert abs(hill(samples) - 1) < 0.15
     assert abs(law.tail_exponent() - 1) < 1e-9
 
@@ -152,16 +155,16 @@ def test_verify_of_a_causal_layer_prints_quantiles_and_tails(tmp_path: pytest.Te
                  "--cache", str(cache)]
     assert main([*arguments, "--plot", str(figure)]) == 0
     report = json.loads(capsys.readouterr().out)
-    (point,) = report["points"]
-    assert point["ks_theory_softmax"] < 0.02 and point["ks_theory_ge"] < 0.02
+    (point,) = report["by_n"]
+    assert point["ks"]["theory_softmax"] < 0.02 and point["ks"]["theory_ge"] < 0.02
     assert 0.8 < report["theory"]["tail_exponent"] < 1.2 and figure.stat().st_size > 0 and report["no_theory"] is None
     (entry,) = cache.iterdir()  # a bad entry is recomputed, with a warning naming it, and replaced
     entry.write_text("{}")
     assert main(arguments) == 0
     out, err = capsys.readouterr()
-    assert f"gemhsa-sym: warning: cache: {entry} is not a valid causal law" in err
+    assert f"gemhsa-sym: warning: cache: {entry} is not a valid table" in err
     assert json.loads(out)["theory"] == report["theory"]
-    assert json.loads(entry.read_text())["cdf"][0] == pytest.approx(report["theory"]["mass_below"][1])
+    assert json.loads(entry.read_text())["table"][0] == pytest.approx(0.2, abs=0.05)  # a fifth of the mass lies below 1e-4
 
 
 def test_the_tail_exponent_is_withheld_where_the_discretisation_cuts_the_tail() -> None:

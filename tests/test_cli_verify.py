@@ -133,10 +133,9 @@ def test_sweep_command_with_theory_and_plot(tmp_path: Path, capsys, theory) -> N
 def test_claims_verdicts_are_computed(theory) -> None:
     from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
     from gemhsa_sym.laws.spectral import spectral_law
-    from gemhsa_sym.verification.theory import theory_of
 
     n, D = Dim("n"), Dim("D")
-    other = theory_of(spectral_law(Gaussian("X", n, D), {n: 1, D: 4}))
+    other = spectral_law(Gaussian("X", n, D), {n: 1, D: 4}).tabulate()
     assert laws_equal(theory, theory)[0] and not laws_equal(theory, other)[0]
     law = mp_law()
     rows = {}
@@ -169,20 +168,25 @@ def test_claims_causal_section_verdicts_are_computed(theory) -> None:
     """The causal section's verdicts follow its figures: a gap fitted as n^-0.5 shrinks, a flat one does not; each
     law's KS(theory, GE) is compared with the floor + 0.002 and its KS(theory, softmax) fitted like the gap (a layer
     without a law shows none)."""
-    from gemhsa_sym.verification.causal import CausalPoint, CausalTheory, CausalVerification
+    from gemhsa_sym.laws.tabulated import TabulatedLaw
     from gemhsa_sym.verification.claims import CAUSAL
+    from gemhsa_sym.verification.compare import Comparison, VerifyResult
 
-    def points(gaps: list[float], theory_ge: float | None) -> list[CausalPoint]:
+    def comparisons(gaps: list[float], theory_ge: float | None) -> list[Comparison]:
         """KS(theory, softmax) at the two n: the gaps halved (fitted as the gaps are)."""
-        return [CausalPoint(n, None if theory_ge is None else gap / 2, theory_ge, gap, 0.002, [0.0, 0.1, 19.0, 220.0],
-                            [0.0, 0.11, 20.0, 250.0], 1.0, 1.0) for n, gap in zip((500, 2000), gaps)]
+        sets = {name: np.zeros((2, 1)) for name in ("softmax", "ge", "floor")}
+        return [Comparison(n, 2, None if theory_ge is None else {"theory_softmax": gap / 2, "theory_ge": theory_ge}, None,
+                           {"ks": 0.002, "w1": 0.0}, {"ks": gap, "w1": 0.0}, None, None, None, {},
+                           {"q": [0.1, 0.5, 0.9, 0.99], "theory": None, "softmax": [0.0, 0.1, 19.0, 220.0],
+                            "ge": [0.0, 0.11, 20.0, 250.0]}, {"theory": None, "softmax": 1.0, "ge": 1.0}, {}, sets)
+                for n, gap in zip((500, 2000), gaps)]
 
-    law = CausalTheory([None, 0.15, 18.7, 218.0], (1e-4, 0.18), 1.03, 1e-4)
+    law = TabulatedLaw({}, np.array([1e-4, 1.0]), np.array([0.18, 0.5]), [], 1e-4, {}, {}, whole=False)
     rows = {"single-head": [compare(theory, {k: mp_law().sample(40, seed=s, draws=2) for s, k in enumerate(("softmax", "ge", "floor"))}, 40)]}
     for gaps, verdict in (([0.02, 0.01], "**shrinks**, fitted as n^-0.50"), ([0.01, 0.0099], "**does not shrink**")):
-        causal = {"softmax": CausalVerification(CAUSAL["softmax"], 2, 0, law, points(gaps, 0.0095)),
-                  "square": CausalVerification(CAUSAL["square"], 2, 0, law, points(gaps, 0.0035)),
-                  "shared": CausalVerification(CAUSAL["softmax"], 2, 0, None, points(gaps, None), "no law")}
+        causal = {"softmax": VerifyResult(CAUSAL["softmax"], 0, law, comparisons(gaps, 0.0095), 0.0),
+                  "square": VerifyResult(CAUSAL["square"], 0, law, comparisons(gaps, 0.0035), 0.0),
+                  "shared": VerifyResult(CAUSAL["softmax"], 0, None, comparisons(gaps, None), 0.0, reason="no law")}
         text = render_markdown(ClaimsResult([40], 2, 0, {"single-head": theory}, rows, {}, causal), "gemhsa-sym claims")
         assert "## Causal attention (a decoder layer)" in text and verdict in text
         assert f"Verdict (softmax): KS(softmax, GE) {verdict}" in text and "Verdict (square):" not in text

@@ -260,7 +260,7 @@ def test_fill_cache_keeps_the_checked_causal_laws_where_verify_reads_them(tmp_pa
     import numpy as np
 
     from gemhsa_sym.layer.config import Config
-    from gemhsa_sym.verification.causal_cache import cached_distribution, causal_cache_file
+    from gemhsa_sym.verification.theory import cache_file, theory_task
 
     folder, cache = tmp_path / "library", tmp_path / "cache"
     folder.mkdir()
@@ -273,24 +273,24 @@ def test_fill_cache_keeps_the_checked_causal_laws_where_verify_reads_them(tmp_pa
     assert main(["derivations", "--fill-cache", "--dir", str(folder), "--cache", str(cache)]) == 0
     assert "kept 1 causal laws" in capsys.readouterr().out
     config = Config(name="square-causal", mask="causal", score="square")
-    law = cached_distribution(config, cache)
+    table = theory_task(config, True, str(cache))
     x = np.array(record["cdf"]["x"])
-    assert np.array_equal(law.x, x) and np.array_equal(law.cdf, x / (1 + x)) and law.nodes == 99
-    causal_cache_file(cache, config).unlink()
+    assert np.array_equal(table.grid, x) and np.array_equal(table.table, x / (1 + x)) and table.detail["nodes"] == 99
+    cache_file(cache, config, True).unlink()
     record["quantiles"]["x"][1] *= 2
     (folder / "square-causal.json").write_text(json.dumps(record))
     assert main(["derivations", "--fill-cache", "--dir", str(folder), "--cache", str(cache)]) == 2
     assert "differs from its regeneration (square-causal: quantiles.x[1]" in capsys.readouterr().err
-    assert not causal_cache_file(cache, config).exists()
+    assert not cache_file(cache, config, True).exists()
 
 
 def test_causal_document_compiles_with_its_monte_carlo(tmp_path: Path) -> None:
     from gemhsa_sym.export.causal_document import causal_document
 
     record = causal_entry(tmp_path)
-    point = {"n": 1000, "ks_theory_softmax": 0.0123, "ks_theory_ge": 0.0045, "ks_softmax_ge": 0.011, "floor": 0.004,
-             "quantiles_softmax": [0.01, 0.9, 9.0, 99.0], "quantiles_ge": [0.011, 1.0, 9.5, 101.0]}
-    tex = causal_document(record, {"seed": 0, "draws": 2, "points": [point]})
+    point = {"n": 1000, "ks": {"theory_softmax": 0.0123, "theory_ge": 0.0045}, "softmax_ge": {"ks": 0.011}, "floor": {"ks": 0.004},
+             "quantiles": {"softmax": [0.01, 0.9, 9.0, 99.0], "ge": [0.011, 1.0, 9.5, 101.0]}}
+    tex = causal_document(record, {"seed": 0, "draws": 2, "by_n": [point]})
     assert "KS to the softmax layer 0.0123" in tex and r"softmax, $n = 1000$ & 0.01 & 0.9 & 9 & 99" in tex
     assert r"$10^{0}$" in tex and "0.5000" in tex  # F(1) = 1/2 in the table of decades
     log = compile_latex(tex, tmp_path)

@@ -33,13 +33,13 @@ from gemhsa_sym.free.expressions.grammar import parse_polynomial
 from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
 from gemhsa_sym.laws.attention import derive
 from gemhsa_sym.laws.spectral import spectral_law
+from gemhsa_sym.laws.tabulated import validated
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.presets import PRESETS
 from gemhsa_sym.parse import parse_number
 from gemhsa_sym.sampling.executors import open_executor
 from gemhsa_sym.sampling.sampler import sample
-from gemhsa_sym.verification.theory import validated
 
 #: Seconds a failing case may take beyond a bare ``gemhsa-sym presets``.
 SLACK = 4.0
@@ -295,10 +295,11 @@ def _mp_law() -> Any:
 
 def _cache_entry(**changes: Any) -> dict[str, Any]:
     config = PRESETS["single-head"]
-    entry = {"config": config.to_dict(), "moments": [{"exact": "E", "float": math.e}],
+    entry = {"source": config.to_dict(), "moments": [{"exact": "E", "float": math.e}],
              "edges": [{"location": 0.0, "side": "lower", "hard": True, "refined": True},
                        {"location": 50.0, "side": "upper", "hard": False, "refined": True}],
-             "atoms": [], "grid": [0.0, 1.0, 50.0], "cdf_continuous": [0.0, 0.5, 1.0], "probes": [[0.1, -0.2]], "seconds": 1.0}
+             "atoms": [], "grid": [0.0, 1.0, 50.0], "table": [0.0, 0.5, 1.0], "probes": [[0.1, -0.2]], "seconds": 1.0,
+             "error": 0.0, "answered": {}, "refused": {}, "whole": True, "tail": "inf", "density": None, "detail": {}}
     return {**entry, **changes}
 
 
@@ -335,15 +336,15 @@ API_CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
     "executor jobs": (lambda: open_executor(jobs=0).__enter__(), ValueError, "jobs: need an integer"),
     "executor timeout": (lambda: open_executor(scheduler="tcp://127.0.0.1:9", timeout=-1).__enter__(), ValueError,
                          "scheduler_timeout: need a positive"),
-    "cache other config": (lambda: validated(_cache_entry(config={}), PRESETS["single-head"], True), ValueError,
+    "cache other config": (lambda: validated(_cache_entry(source={}), PRESETS["single-head"].to_dict(), True), ValueError,
                            "it belongs to another configuration"),
-    "cache tampered moment": (lambda: validated(_cache_entry(moments=[{"exact": "E", "float": 99.0}]), PRESETS["single-head"], True),
+    "cache tampered moment": (lambda: validated(_cache_entry(moments=[{"exact": "E", "float": 99.0}]), PRESETS["single-head"].to_dict(), True),
                               ValueError, "moment 1 is 99.0, but its exact value E"),
-    "cache missing key": (lambda: validated({k: v for k, v in _cache_entry().items() if k != "grid"}, PRESETS["single-head"], True),
+    "cache missing key": (lambda: validated({k: v for k, v in _cache_entry().items() if k != "grid"}, PRESETS["single-head"].to_dict(), True),
                           ValueError, "a field is missing"),
-    "cache bad cdf": (lambda: validated(_cache_entry(cdf_continuous=[0.0, 0.9, 0.5]), PRESETS["single-head"], True), ValueError,
+    "cache bad cdf": (lambda: validated(_cache_entry(table=[0.0, 0.9, 0.5]), PRESETS["single-head"].to_dict(), True), ValueError,
                       "the CDF table is not a distribution"),
-    "cache exact injection": (lambda: validated(_cache_entry(moments=[{"exact": INJECT, "float": 2.0}]), PRESETS["single-head"], True),
+    "cache exact injection": (lambda: validated(_cache_entry(moments=[{"exact": INJECT, "float": 2.0}]), PRESETS["single-head"].to_dict(), True),
                               ValueError, "moment 1: cannot read"),
 }
 
@@ -385,14 +386,14 @@ def test_a_cache_entry_is_read_only_through_its_validation(tmp_path: Path) -> No
 
     config = PRESETS["single-head"]
     path = entry_file(tmp_path, "theory", 4, config.to_dict(), True)
-    assert read_entry(path, lambda data: validated(data, config, True), "a summary") is None  # none yet, no warning
+    assert read_entry(path, lambda data: validated(data, config.to_dict(), True), "a summary") is None  # none yet, no warning
     write_entry(path, _cache_entry())
-    assert read_entry(path, lambda data: validated(data, config, True), "a summary").moments[0]["exact"] == "E"
+    assert read_entry(path, lambda data: validated(data, config.to_dict(), True), "a summary").moment_data[0]["exact"] == "E"
     for text, reason in (('{"config": ', "Expecting value"), ("\x00\xff", "not UTF-8 text"),
                          (json.dumps(_cache_entry(moments=[{"exact": "E", "float": 9.0}])), "moment 1 is 9.0")):
         path.write_bytes(text.encode("latin-1"))
         with pytest.warns(UserWarning, match=rf"cache: .*{path.name} is not a summary \(.*{reason}.*\); recomputing it"):
-            assert read_entry(path, lambda data: validated(data, config, True), "a summary") is None
+            assert read_entry(path, lambda data: validated(data, config.to_dict(), True), "a summary") is None
     others = {entry_file(tmp_path, "theory", 4, config.to_dict(), False), entry_file(tmp_path, "causal", 4, config.to_dict(), True),
               entry_file(tmp_path, "theory", 5, config.to_dict(), True)}
     assert path not in others and len(others) == 3

@@ -16,8 +16,9 @@ import sympy as sp
 
 from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
 from gemhsa_sym.laws.spectral import SpectralLaw, spectral_law
+from gemhsa_sym.laws.tabulated import TabulatedLaw
 from gemhsa_sym.layer.config import Config
-from gemhsa_sym.verification.theory import Theory, cache_file, theory_of
+from gemhsa_sym.verification.theory import cache_file
 
 
 def mp_law() -> SpectralLaw:
@@ -26,13 +27,13 @@ def mp_law() -> SpectralLaw:
     return spectral_law(Gaussian("X", n, D), {n: 1, D: sp.Integer(2)})
 
 
-def store_stand_in(cache: Path, config: Config, theory: Theory, cdf: bool = True) -> None:
+def store_stand_in(cache: Path, config: Config, theory: TabulatedLaw, cdf: bool = True) -> None:
     """Put ``theory`` in the cache where the theory task of ``config`` looks for it."""
     path = cache_file(cache, config, cdf)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({**theory.to_json_dict(), "config": config.to_dict()}))
+    path.write_text(json.dumps({**theory.to_json_dict(), "source": config.to_dict()}))
 
 
-def mp_theory() -> Theory:
-    """The summary of :func:`mp_law`."""
-    return theory_of(mp_law())
+def mp_theory() -> TabulatedLaw:
+    """The table of :func:`mp_law`."""
+    return mp_law().tabulate()

@@ -50,8 +50,9 @@ from gemhsa_sym.free.positions.masked_pencil import heads_pencil, weightless_pen
 from gemhsa_sym.free.positions.profiles import Quadrature
 from gemhsa_sym.free.positions.two_point import TwoPointSystem, solve
 from gemhsa_sym.laws.causal import QUANTILES, causal_distribution
+from gemhsa_sym.laws.causal_law import CausalLaw
 from gemhsa_sym.layer.config import Config
-from gemhsa_sym.verification.causal import ks_to_law
+from gemhsa_sym.verification.distances import empirical_ks
 
 #: Points of the upper half plane where m(w) is compared.
 POINTS: tuple[complex, ...] = (0.2 + 0.5j, 1 + 1j, 5 + 2j, 20 + 5j)
@@ -101,7 +102,7 @@ def compare_distribution(n: int, draws: int, seed: int, mu1: float, sigma2: floa
     law = causal_distribution(config)
     print(f"  law at {law.nodes} nodes, level {law.level} ({time.perf_counter() - start:.0f} s, achieved error {law.error:.1e}): "
           "quantiles " + ", ".join(f"{q:.4g}" for q in law.covered_quantiles(QUANTILES))
-          + f"; F(1e-4) {law.cdf[0]:.4f}; F(1e4) {law.cdf[-1]:.4f}; KS {ks_to_law(law, pooled):.4f}", flush=True)
+          + f"; F(1e-4) {law.cdf[0]:.4f}; F(1e4) {law.cdf[-1]:.4f}; KS {empirical_ks(CausalLaw(config, law), pooled):.4f}", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

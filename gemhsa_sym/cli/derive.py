@@ -7,13 +7,11 @@ import json
 import time
 
 from gemhsa_sym.cli.common import add_config_arguments, check_outputs, digits, grid, heads_count, input_from_args, seconds
-from gemhsa_sym.export.causal_document import causal_document
-from gemhsa_sym.export.causal_record import causal_record
 from gemhsa_sym.export.document import document
 from gemhsa_sym.files import write_atomic
 from gemhsa_sym.free.numeric.results import MAX_DPS
 from gemhsa_sym.laws.attention import AttentionLaw
-from gemhsa_sym.laws.causal import causal_distribution, causal_report
+from gemhsa_sym.laws.causal_law import CausalLaw
 from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.layer.config import Config
 
@@ -63,13 +61,13 @@ def run(args: argparse.Namespace) -> int:
     """Derive, solve and report."""
     check_outputs(files=[("latex", args.latex)])
     config = input_from_args(args, {"--heads": args.heads is not None})
-    if isinstance(config, Config) and args.heads is not None:
+    if args.heads is not None:  # refused above for a polynomial model
         config = config.with_heads(args.heads)
     points = args.grid
-    if isinstance(config, Config) and config.mask == "causal":
-        return _run_causal(args, config)
     start = time.perf_counter()
     law = law_of(config)
+    if not law.answers("moments"):  # a heavy-tailed law: quantiles, tail and achieved error instead
+        return _run_causal(args, config, law, start)
     derived = time.perf_counter() - start
     record = law.record(args.dps, time_limit=args.time_limit, edges=args.edges)
     report = record.to_json()
@@ -111,14 +109,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_causal(args: argparse.Namespace, config: Config) -> int:
+def _run_causal(args: argparse.Namespace, config: Config, law: CausalLaw, start: float) -> int:
     """A causal configuration's law (docs/extensions.md §8.6): its model, quantiles, tail exponent."""
-    start = time.perf_counter()
-    law = causal_distribution(config)
-    report = causal_report(config, args.grid, law)
+    report = law.report(args.grid)
     report["timing"] = {"total_s": time.perf_counter() - start}
     if args.latex:
-        write_atomic(args.latex, causal_document(causal_record(config, law, config.name)), "latex")
+        write_atomic(args.latex, law.to_latex(), "latex")
     if args.json:
         print(json.dumps(report, indent=2))
         return 0

@@ -18,11 +18,11 @@ from gemhsa_sym.cli.common import (
     int_list,
     integer,
 )
-from gemhsa_sym.layer.config import MAX_HEADS, Config
+from gemhsa_sym.layer.config import MAX_HEADS
 from gemhsa_sym.sampling.executors import open_executor, show_progress
 from gemhsa_sym.sampling.sampler import drawn_config
-from gemhsa_sym.verification.causal import format_causal, verify_causal
-from gemhsa_sym.verification.compare import format_report, verify
+from gemhsa_sym.verification.compare import verify
+from gemhsa_sym.verification.report import format_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -78,33 +78,21 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
     config = input_from_args(args, {"--backend": args.backend != "numpy", "--device": args.device != "cpu"})
     check_backend_arguments(args, None if args.scheduler else args.jobs)
-    if isinstance(config, Config):
-        drawn_config(config, args.sample_heads)  # before any work: a limit needs its finite H, nothing else takes one
-    elif args.sample_heads is not None:
-        raise ValueError("sample_heads: only for a configuration with infinitely many heads, not a polynomial model")
-    causal = isinstance(config, Config) and config.mask == "causal"
-    if causal:
-        for size in args.n:
-            config.sizes(size)
+    drawn = drawn_config(config, args.sample_heads)  # before any work: a limit needs its finite H, nothing else takes one
+    for size in args.n:
+        drawn.sizes(size)
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
-        if causal:  # a law without moments: CDFs, quantiles and tails (docs/extensions.md §8.6)
-            result = verify_causal(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
-                                   progress=show_progress(args.quiet), cache=args.cache)
-        else:
-            result = verify(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
-                            progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache,
-                            backend=args.backend, device=args.device, sample_heads=args.sample_heads)
+        result = verify(config, args.n, draws=args.draws, seed=args.seed, executor=executor,
+                        progress=show_progress(args.quiet), edge_tol=args.edge_tol, cache=args.cache,
+                        backend=args.backend, device=args.device, sample_heads=args.sample_heads)
     if args.plot:
-        from gemhsa_sym.verification.plots import plot_causal, plot_verify
+        from gemhsa_sym.verification.plots import plot_verify
 
-        if causal:
-            plot_causal(result, result.law, args.plot)
-        else:
-            plot_verify(result, args.plot)
+        plot_verify(result, args.plot)
     if args.json:
         print(json.dumps(result.to_json_dict()))
     else:
-        print(format_causal(result) if causal else format_report(result))
+        print(format_report(result))
         if args.plot:
             print(f"plot     {args.plot}")
     return 0

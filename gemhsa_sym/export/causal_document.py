@@ -67,10 +67,10 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
         "", r"\begin{tabular}{l" + "r" * len(_LEVELS) + "}", "quantile & " + " & ".join(_LEVELS) + r" \\ \hline",
         "law & " + " & ".join(_number(x) for x in record["quantiles"]["x"]) + r" \\",
     ]
-    if verification is not None and verification.get("points"):
-        last = verification["points"][-1]
-        out += [rf"softmax, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles_softmax"]) + r" \\",
-                rf"Gaussian equivalent, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles_ge"]) + r" \\"]
+    if verification is not None and verification.get("by_n"):
+        last = verification["by_n"][-1]
+        out += [rf"softmax, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["softmax"]) + r" \\",
+                rf"Gaussian equivalent, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["ge"]) + r" \\"]
     out += [r"\end{tabular}", "", "The distribution function by decades:", "",
             *_decades(record), "", "No moments: " + _text(record["moments"]) + ". No algebraic equation: "
             + _text(record["polynomial_reason"]) + "."]
@@ -113,10 +113,11 @@ def _monte_carlo(data: Mapping[str, Any]) -> str:
     """One sentence of Monte Carlo figures per n: KS of the law to the softmax layer and to its Gaussian equivalent,
     KS between the two, and the floor."""
     parts = []
-    for p in data["points"]:
-        ks = [f"KS to the softmax layer {p['ks_theory_softmax']:.4f}" if p["ks_theory_softmax"] is not None else None,
-              f"to the Gaussian equivalent {p['ks_theory_ge']:.4f}" if p["ks_theory_ge"] is not None else None,
-              f"softmax to equivalent {p['ks_softmax_ge']:.4f}"]
-        parts.append(rf"at $n = {p['n']}$ " + ", ".join(k for k in ks if k) + f" (floor {p['floor']:.4f})")
+    for p in data["by_n"]:
+        theory = p["ks"] or {}
+        ks = [f"KS to the softmax layer {theory['theory_softmax']:.4f}" if "theory_softmax" in theory else None,
+              f"to the Gaussian equivalent {theory['theory_ge']:.4f}" if "theory_ge" in theory else None,
+              f"softmax to equivalent {p['softmax_ge']['ks']:.4f}"]
+        parts.append(rf"at $n = {p['n']}$ " + ", ".join(k for k in ks if k) + f" (floor {p['floor']['ks']:.4f})")
     return (rf"Monte Carlo (\texttt{{gemhsa-sym verify}}, seed {data['seed']}, {data['draws']} draws per set): "
             + "; ".join(parts) + "; the floor is the KS distance between two independent sets of the equivalent")

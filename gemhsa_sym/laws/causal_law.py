@@ -19,7 +19,15 @@ from gemhsa_sym.export.causal_document import causal_document
 from gemhsa_sym.export.causal_record import causal_latex, causal_record
 from gemhsa_sym.free.positions.profiled_law import Distribution, density, stieltjes
 from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
-from gemhsa_sym.laws.causal import REPORT_TOL, UNRESOLVED_TAIL, causal_distribution, causal_model, causal_report, causal_tail
+from gemhsa_sym.laws.causal import (
+    REPORT_TOL,
+    UNRESOLVED_TAIL,
+    causal_distribution,
+    causal_model,
+    causal_report,
+    causal_tail,
+    validated_distribution,
+)
 from gemhsa_sym.laws.protocol import Law, NoAnswer, check_points
 from gemhsa_sym.laws.tabulated import TabulatedLaw, table_queries
 from gemhsa_sym.layer.config import Config
@@ -154,5 +162,17 @@ class CausalLaw(Law):
         tail = None if self.masked else self.tail_exponent()
         methods, refused = table_queries(self.methods(), self.reasons(), False)
         return TabulatedLaw(self.config.to_dict(), law.x, law.cdf, [], float(law.error), methods, refused, False, None, None, None,
-                            tail, law.density, self.seconds)
+                            tail, law.density, self.seconds, {"level": law.level, "nodes": law.nodes, "tol": self.tol})
+
+    @classmethod
+    def from_table(cls, config: Config, table: TabulatedLaw, origin: str = "cache") -> CausalLaw:
+        """The law of ``config`` from its table (:meth:`tabulate`, kept in a cache), validated as a record's distribution
+        function is (:func:`~gemhsa_sym.laws.causal.validated_distribution`)."""
+        try:
+            entry = {"config": table.source, "tol": table.detail["tol"], "x": table.grid.tolist(), "cdf": table.table.tolist(),
+                     "density": None if table.density_table is None else table.density_table.tolist(), "error": table.error,
+                     "level": table.detail["level"], "nodes": table.detail["nodes"]}
+        except KeyError:
+            raise ValueError("the table is not a causal law's: it has no level and nodes") from None
+        return cls(config, validated_distribution(entry, config, entry["tol"]), entry["tol"], origin)
 

@@ -54,6 +54,8 @@ class TabulatedLaw(Law):
     tail: float | None = None
     density_table: np.ndarray | None = field(default=None, repr=False)
     seconds: float = 0.0
+    #: What the kind of law needs to be rebuilt from its table (a causal law's level and nodes).
+    detail: dict[str, Any] = field(default_factory=dict)
 
     # ---- the protocol ----------------------------------------------------------------------
     def methods(self) -> Mapping[str, str]:
@@ -162,7 +164,7 @@ class TabulatedLaw(Law):
                 "edges": self.edge_data, "moments": self.moment_data,
                 "probes": None if self.probes is None else [[p.real, p.imag] for p in self.probes],
                 "tail": "inf" if self.tail == math.inf else self.tail, "density": None if self.density_table is None else self.density_table.tolist(),
-                "seconds": self.seconds}
+                "seconds": self.seconds, "detail": self.detail}
 
     @classmethod
     def from_json_dict(cls, data: dict[str, Any]) -> TabulatedLaw:
@@ -172,7 +174,7 @@ class TabulatedLaw(Law):
                    refused=dict(data["refused"]), whole=bool(data["whole"]), edge_data=data["edges"], moment_data=data["moments"],
                    probes=None if data["probes"] is None else [complex(re, im) for re, im in data["probes"]],
                    tail=math.inf if data["tail"] == "inf" else data["tail"], density_table=None if data["density"] is None else np.array(data["density"], dtype=float),
-                   seconds=float(data["seconds"]))
+                   seconds=float(data["seconds"]), detail=dict(data["detail"]))
 
 
 def _graded(a: float, b: float, hard: bool, points: int) -> np.ndarray:

@@ -133,6 +133,11 @@ class PolynomialModel:
         return f"Y = {self.data['polynomial']}; ratios {dims}; Gaussians {gaussians}"
 
     @property
+    def infinite_heads(self) -> bool:
+        """False: a polynomial model is drawn as it is (a configuration may be a limit of infinitely many heads)."""
+        return False
+
+    @property
     def spectral_object(self) -> str:
         """What the law is the law of, in words."""
         q = self.parsed()[0].cols

@@ -49,13 +49,13 @@ from gemhsa_sym.export.causal_record import causal_record, probe_differences, re
 from gemhsa_sym.export.document import document
 from gemhsa_sym.export.record import LawRecord, record_from_json
 from gemhsa_sym.files import read_text, write_atomic
+from gemhsa_sym.laws.causal_law import CausalLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.presets import read_input
 from gemhsa_sym.library.catalogue import causal_source, check_file, load, records, verification
-from gemhsa_sym.verification.causal import verify_causal
-from gemhsa_sym.verification.causal_cache import cached_distribution, store_distribution
 from gemhsa_sym.verification.claims import SAMPLE_HEADS
 from gemhsa_sym.verification.compare import verify
+from gemhsa_sym.verification.theory import store_table, theory_task
 
 __all__ = ["DPS", "VERIFY_DRAWS", "VERIFY_N", "Difference", "check", "fill_cache", "write", "write_verifications"]
 
@@ -116,15 +116,13 @@ def write_verifications(folder: Path, only: Sequence[str] | None = None, executo
     for name, path in paths:
         progress(name)
         source = read_input(path)
-        causal = causal_source(source)
         committed_json = json.loads(read_text(path.with_suffix(".json"), "record"))
-        if causal is not None:
-            data = verify_causal(causal, list(VERIFY_N), VERIFY_DRAWS, 0, executor, cache=None if cache is None else str(cache)
-                                 ).to_json_dict()
+        heads = SAMPLE_HEADS if source.infinite_heads else None
+        data = verify(source, list(VERIFY_N), draws=VERIFY_DRAWS, seed=0, executor=executor, sample_heads=heads,
+                      cache=None if cache is None else str(cache)).to_json_dict()
+        if causal_source(source) is not None:
             tex = causal_document(committed_json, data)
         else:
-            heads = SAMPLE_HEADS if isinstance(source, Config) and source.infinite_heads else None
-            data = verify(source, list(VERIFY_N), draws=VERIFY_DRAWS, seed=0, executor=executor, sample_heads=heads).to_json_dict()
             tex = document(record_from_json(committed_json), data)
         write_atomic(path.with_suffix(".verify.json"), _dump(data))
         write_atomic(path.with_suffix(".tex"), tex)
@@ -143,7 +141,8 @@ def write(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
         progress(name)
         causal = causal_source(read_input(path))
         if causal is not None:
-            data = causal_record(causal, cached_distribution(causal, cache), name)
+            law = CausalLaw(causal) if cache is None else CausalLaw.from_table(causal, theory_task(causal, True, str(cache)))
+            data = causal_record(causal, law.distribution(), name)
             tex = causal_document(data, verification(path))
         else:
             record = _record(path)
@@ -241,7 +240,7 @@ def fill_cache(folder: Path, cache: str | Path, only: Sequence[str] | None = Non
         diffs = _check_causal(name, causal, committed)
         if diffs:
             raise ValueError(f"{json_path}: the committed record differs from its regeneration ({diffs[0]}); run --write")
-        entries.append((name, causal, record_law(committed, causal)))
-    for _, causal, law in entries:
-        store_distribution(law, causal, cache)
+        entries.append((name, causal, CausalLaw(causal, record_law(committed, causal), origin="library").tabulate()))
+    for _, causal, table in entries:
+        store_table(table, causal, cache)
     return [name for name, _, _ in entries]

@@ -106,13 +106,14 @@ class PolynomialDraw:
     threads: int = DRAW_THREADS
 
 
-def drawn_config(config: Config, heads: int | None) -> Config:
-    """The configuration the samplers draw for ``config``: itself, or, for infinitely many heads, its copy with
-    ``heads`` heads (docs/extensions.md §8.5); ValueError naming sample_heads where that is not given, or given
-    for a finite configuration."""
+def drawn_config(config: Config | PolynomialModel, heads: int | None) -> Config | PolynomialModel:
+    """What the samplers draw for ``config``: itself, or, for infinitely many heads, its copy with ``heads`` heads
+    (docs/extensions.md §8.5); ValueError naming sample_heads where that is not given, or given for a finite
+    configuration or a polynomial model."""
     if not config.infinite_heads:
         if heads is not None:
-            raise ValueError(f"sample_heads: only for a configuration with infinitely many heads; this one has {config.heads}")
+            raise ValueError("sample_heads: only for a configuration with infinitely many heads, not "
+                             + (f"one with {config.heads}" if isinstance(config, Config) else "a polynomial model"))
         return config
     if heads is None:
         raise ValueError("sample_heads: infinitely many heads cannot be drawn; give the finite number of heads to draw "

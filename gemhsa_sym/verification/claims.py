@@ -30,14 +30,15 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from gemhsa_sym.laws.tabulated import PROBES, TabulatedLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
 from gemhsa_sym.parse import parse_number
 from gemhsa_sym.sampling.executors import Task, local_workers, run_tasks
 from gemhsa_sym.sampling.sampler import check_draws, drawn_config, torch_draws
-from gemhsa_sym.verification.causal import CausalVerification, verify_causal
-from gemhsa_sym.verification.compare import Comparison, compare, draw_tasks, two_sample
-from gemhsa_sym.verification.theory import PROBES, Theory, theory_task
+from gemhsa_sym.verification.compare import Comparison, VerifyResult, compare, draw_tasks, verify
+from gemhsa_sym.verification.distances import two_sample
+from gemhsa_sym.verification.theory import theory_task
 
 __all__ = ["CAUSAL", "CLAIM_PAIRS", "SAMPLE_HEADS", "ClaimsResult", "claims", "laws_equal", "render_markdown"]
 
@@ -81,14 +82,14 @@ def _heads(name: str) -> str:
     return f"{config.heads} (drawn at {SAMPLE_HEADS})" if config.infinite_heads else str(config.heads)
 
 
-def laws_equal(a: Theory, b: Theory) -> tuple[bool, float, bool | None]:
+def laws_equal(a: TabulatedLaw, b: TabulatedLaw) -> tuple[bool, float, bool | None]:
     """(equal, largest relative difference of m(w) at the probes, exact moments equal or None if not both exact)."""
-    pa, pb = np.array(a.probes), np.array(b.probes)
+    pa, pb = np.array(a.stieltjes(np.array(PROBES))), np.array(b.stieltjes(np.array(PROBES)))
     diff = float(np.max(np.abs(pa - pb) / np.maximum(np.abs(pa), np.abs(pb))))
     exact = None
-    if all(m["exact"] is not None for m in a.moments + b.moments):
+    if all(m["exact"] is not None for m in a.moment_data + b.moment_data):
         exact = all(sp.simplify(parse_number(x["exact"], "moments") - parse_number(y["exact"], "moments")) == 0
-                    for x, y in zip(a.moments, b.moments))
+                    for x, y in zip(a.moment_data, b.moment_data))
     return diff <= PROBE_TOL and exact is not False, diff, exact
 
 
@@ -99,12 +100,12 @@ class ClaimsResult:
     n: list[int]
     draws: int
     seed: int
-    theories: dict[str, Theory]
+    theories: dict[str, TabulatedLaw]
     comparisons: dict[str, list[Comparison]]
     #: The attention matrix's law at each beta of ATTENTION_BETAS (when the preset ran).
-    attention: dict[str, Theory] = field(default_factory=dict)
+    attention: dict[str, TabulatedLaw] = field(default_factory=dict)
     #: The causal layers of :data:`CAUSAL` against n (when the section ran).
-    causal: dict[str, CausalVerification] = field(default_factory=dict)
+    causal: dict[str, VerifyResult] = field(default_factory=dict)
 
 
 def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, progress: bool = False,
@@ -147,7 +148,7 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
             samples = {model: np.stack([r[0] for r in results[first:first + count]])
                        for key, size, model, first, count in layout if key == name and size == value}
             comparisons.setdefault(name, []).append(compare(theories[name], samples, value))
-    decoder = {score: verify_causal(config, sizes, draws, seed, executor, progress, cache) for score, config in CAUSAL.items()
+    decoder = {score: verify(config, sizes, draws, seed, executor, progress, cache=cache) for score, config in CAUSAL.items()
                } if causal else {}
     return ClaimsResult(sizes, draws, seed, theories, comparisons, attention, decoder)
 
@@ -167,7 +168,7 @@ def _attention_section(result: ClaimsResult) -> list[str]:
     not_mp = []
     for beta, t in result.attention.items():
         v = float(np.exp(float(sp.Rational(beta)) ** 2) - 1)
-        mean, mu2, top = t.moments[0]["float"], t.moments[1]["float"], t.top_edge
+        mean, mu2, top = t.moment_data[0]["float"], t.moment_data[1]["float"], t.top_edge
         beyond.append(top > 4 * v)
         not_mp.append(abs(mu2 - 2 * v * v) > 1e-3 * mu2 or abs(top - 4 * v) > 1e-3 * top)
         lines.append(f"| {beta} | {mean:.6g} | {v:.6g} | {mu2:.6g} | {2 * v * v:.6g} | {top:.6g} | {4 * v:.6g} | "
@@ -200,31 +201,34 @@ def _causal_section(result: ClaimsResult) -> list[str]:
     def cell(value: float | None) -> str:
         return "no law" if value is None else f"{value:.4f}"
 
+    def ks(c: Comparison, reading: str) -> float | None:
+        return None if c.ks is None else c.ks[f"theory_{reading}"]
+
     for score, v in result.causal.items():
-        for p in v.points:
-            lines.append(f"| {score} | {p.n} | {cell(p.ks_theory_softmax)} | {cell(p.ks_theory_ge)} | {p.ks_softmax_ge:.4f} | "
-                         f"{p.floor:.4f} | {p.quantiles_softmax[1]:.4g} / {p.quantiles_ge[1]:.4g} | "
-                         f"{p.quantiles_softmax[3]:.4g} / {p.quantiles_ge[3]:.4g} |")
+        for c in v.comparisons:
+            q = c.quantiles
+            lines.append(f"| {score} | {c.n} | {cell(ks(c, 'softmax'))} | {cell(ks(c, 'ge'))} | {c.softmax_ge['ks']:.4f} | "
+                         f"{c.floor['ks']:.4f} | {q['softmax'][1]:.4g} / {q['ge'][1]:.4g} | {q['softmax'][3]:.4g} / {q['ge'][3]:.4g} |")
     lines.append("")
     for score, v in result.causal.items():
-        if v.config.score != "softmax" or len(v.points) < 2:
+        if v.config.score != "softmax" or len(v.comparisons) < 2:
             continue
-        a = v.exponents()["ks_softmax_ge"]
-        first, last = v.points[0], v.points[-1]
-        shrinks = a <= STALLED_EXPONENT and last.ks_softmax_ge < first.ks_softmax_ge
+        a = v.scaling()["ks_softmax_ge_exponent"]
+        first, last = v.comparisons[0], v.comparisons[-1]
+        shrinks = a <= STALLED_EXPONENT and last.softmax_ge["ks"] < first.softmax_ge["ks"]
         lines.append(f"Verdict ({score}): KS(softmax, GE) **{'shrinks' if shrinks else 'does not shrink'}**, fitted as "
-                     f"n^{a:.2f} over n = {first.n} .. {last.n}; at n = {last.n} it is {last.ks_softmax_ge / last.floor:.1f} "
+                     f"n^{a:.2f} over n = {first.n} .. {last.n}; at n = {last.n} it is {last.softmax_ge['ks'] / last.floor['ks']:.1f} "
                      "times the floor.")
     for score, v in result.causal.items():
-        first, last = v.points[0], v.points[-1]
-        if v.theory is None or last.ks_theory_ge is None or last.ks_theory_softmax is None:
+        first, last = v.comparisons[0], v.comparisons[-1]
+        if v.theory is None:
             continue
-        within = last.ks_theory_ge <= last.floor + FLOOR_MARGIN
-        line = (f"Verdict ({score} law): KS(theory, GE) at n = {last.n} is {last.ks_theory_ge:.4f} against the floor "
-                f"{last.floor:.4f}: **{'within' if within else 'beyond'}** the floor + {FLOOR_MARGIN:g}")
-        a = v.exponents().get("ks_theory_softmax")
+        within = ks(last, "ge") <= last.floor["ks"] + FLOOR_MARGIN
+        line = (f"Verdict ({score} law): KS(theory, GE) at n = {last.n} is {ks(last, 'ge'):.4f} against the floor "
+                f"{last.floor['ks']:.4f}: **{'within' if within else 'beyond'}** the floor + {FLOOR_MARGIN:g}")
+        a = (v.scaling() or {}).get("ks_theory_softmax_exponent")
         if a is not None:
-            shrinks = a <= STALLED_EXPONENT and last.ks_theory_softmax < first.ks_theory_softmax
+            shrinks = a <= STALLED_EXPONENT and ks(last, "softmax") < ks(first, "softmax")
             line += (f"; KS(theory, softmax) **{'shrinks' if shrinks else 'does not shrink'}**, fitted as n^{a:.2f} over "
                      f"n = {first.n} .. {last.n}")
         lines.append(line + f"; the law's own error of F is {v.theory.error:.4f}.")
@@ -278,7 +282,7 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
         "",
         "## Sharing, dependence and output projections",
         "",
-        f"Theory: largest relative difference of m(w) at {len(PROBES)} probe points w, and the second moments."
+        f"TabulatedLaw: largest relative difference of m(w) at {len(PROBES)} probe points w, and the second moments."
         f" Monte Carlo at n = {largest}: KS between the two",
         "configurations' softmax samples, beside the floor of the first.",
         "",
@@ -293,14 +297,14 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
         equal, diff, exact = laws_equal(result.theories[name], result.theories[reference])
         a, b = result.comparisons[name][-1], result.comparisons[reference][-1]
         mc = two_sample(a.samples["softmax"], b.samples["softmax"])["ks"]
-        mu2 = f"{result.theories[name].moments[1]['float']:.6g} vs {result.theories[reference].moments[1]['float']:.6g}"
+        mu2 = f"{result.theories[name].moment_data[1]['float']:.6g} vs {result.theories[reference].moment_data[1]['float']:.6g}"
         lines.append(f"| {claim} | {name} vs {reference} | {'law preserved' if equal else 'law changed'} | "
                      f"{diff:.2e} | {mu2} | {'n/a' if exact is None else exact} | {mc:.4f} | {a.floor['ks']:.4f} | "
                      f"{'yes' if equal == same else 'NO'} |")
     heads = [name for name in HEAD_ALLOCATION if name in result.theories]
     if len(heads) > 1:
         th = [result.theories[name] for name in heads]
-        mu2 = [t.moments[1]["float"] for t in th]
+        mu2 = [t.moment_data[1]["float"] for t in th]
         top = [t.top_edge for t in th]
         narrows = all(x > y for x, y in zip(mu2, mu2[1:])) and all(x > y for x, y in zip(top, top[1:]))
         lines += [
@@ -317,7 +321,7 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
             m = result.comparisons[name][-1].moments["softmax"][1]
             se = "n/a" if m["se"] is None else f"{m['se']:.3g}"
             top_sample = float(np.max(result.comparisons[name][-1].samples["softmax"]))
-            lines.append(f"| {name} | {_heads(name)} | {t.moments[0]['float']:.6g} | {t.moments[1]['float']:.6g} | "
+            lines.append(f"| {name} | {_heads(name)} | {t.moment_data[0]['float']:.6g} | {t.moment_data[1]['float']:.6g} | "
                          f"{t.top_edge:.6g} | {m['samples']:.6g} ± {se} | {top_sample:.6g} |")
     lines += _attention_section(result)
     lines += _causal_section(result)

@@ -1,8 +1,8 @@
 """Entries of the ``--cache DIR`` folder (docs/conventions.md §6.8): one JSON file per key, named by a hash
 of the key and the package version, read back only through a validation, and written whole or not at all.
 
-The law summaries of :mod:`.theory` and the causal distribution functions of :mod:`.causal_cache` are
-kept this way; each supplies its key, its validation and what its entries are called in warnings.
+The laws' tables of :mod:`.theory` are kept this way; the caller supplies the key, the validation and what its
+entries are called in warnings.
 """
 
 from __future__ import annotations

@@ -19,15 +19,14 @@ import numpy as np
 from gemhsa_sym.files import check_writable, write_atomic_with
 from gemhsa_sym.layer.sharing import INFINITE_HEADS
 from gemhsa_sym.parse import real_number
-from gemhsa_sym.verification.compare import VerifyResult, clean
+from gemhsa_sym.verification.compare import VerifyResult
+from gemhsa_sym.verification.distances import clean
 
 if TYPE_CHECKING:
-    from gemhsa_sym.free.positions.profiled_law import Distribution
-    from gemhsa_sym.verification.causal import CausalVerification
     from gemhsa_sym.verification.sweep import SweepResult
     from gemhsa_sym.verification.threshold import ThresholdResult
 
-__all__ = ["PLOT_FORMATS", "check_plot", "plot_causal", "plot_sweep", "plot_threshold", "plot_verify"]
+__all__ = ["PLOT_FORMATS", "check_plot", "plot_sweep", "plot_threshold", "plot_verify"]
 
 COLOURS = {"theory": "black", "softmax": "tab:blue", "ge": "tab:orange", "polynomial": "tab:green"}
 
@@ -65,13 +64,24 @@ def _save(fig: Any, path: str | Path) -> None:
 
 
 def plot_verify(result: VerifyResult, path: str | Path) -> None:
+    """The figure of a verification, by what the law answers: for a law whose cdf holds the whole line, three panels
+    (:func:`_plot_compact`); for a law known on a range (a heavy tail) or no law, the distribution functions and the
+    tails (:func:`_plot_tails`)."""
+    if result.theory is not None and result.theory.quantile_bracket()[2]:
+        _plot_compact(result, path)
+    else:
+        _plot_tails(result, path)
+
+
+def _plot_compact(result: VerifyResult, path: str | Path) -> None:
     """Three panels for the largest n: density over histogram (linear x, atoms as stems),
     the same per unit of log10 x, and the CDFs."""
     plt = _pyplot()
     theory, comparison = result.theory, result.comparisons[-1]
     samples = {name: clean(comparison.samples[name]) for name in comparison.readings}
     total = {name: x.size for name, x in samples.items()}
-    x_rho, rho = theory.density()
+    x_rho = theory.grid[(theory.grid > 0) & (theory.grid < theory.top_edge)]
+    rho = np.asarray(theory.density(x_rho))
     top = max(theory.top_edge, max(float(x[-1]) for x in samples.values()))
     fig, (ax_lin, ax_log, ax_cdf) = plt.subplots(1, 3, figsize=(18, 5.6), layout="constrained")
     config = result.config
@@ -88,11 +98,11 @@ def plot_verify(result: VerifyResult, path: str | Path) -> None:
     ax_lin.set_yscale("log")
     ax_lin.set_xlabel("eigenvalue $\\lambda$")
     ax_lin.set_ylabel("density (log scale)")
-    for edge in theory.edges:
+    for edge in theory.edge_data:
         ax_lin.axvline(edge["location"], color="grey", ls=":", lw=1)
-    if theory.atoms:
+    if theory.atom_data:
         stems = ax_lin.twinx()
-        stems.stem([a["location"] for a in theory.atoms], [a["mass"] for a in theory.atoms],
+        stems.stem([a["location"] for a in theory.atom_data], [a["mass"] for a in theory.atom_data],
                    linefmt="C3-", markerfmt="C3o", basefmt=" ", label="atoms (mass, right axis)")
         for name, info in comparison.atoms.items():
             stems.plot([0.0], [info["fraction"]], marker="x", ls="", color=COLOURS[name], label=f"{name}: zero fraction")
@@ -186,23 +196,25 @@ def plot_sweep(result: SweepResult, path: str | Path) -> None:
     plt.close(fig)
 
 
-def plot_causal(result: CausalVerification, law: Distribution | None, path: str | Path) -> None:
-    """Two panels for the largest n of a causal layer (docs/extensions.md §8.6): the distribution functions on a
+def _plot_tails(result: VerifyResult, path: str | Path) -> None:
+    """Two panels for the largest n of a heavy-tailed law (docs/extensions.md §8.6): the distribution functions on a
     logarithmic x axis, and the tails P(lambda > x) on log-log axes (the samples alone where there is no law)."""
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    n = result.points[-1].n
+    comparison, law = result.comparisons[-1], result.theory
     if law is not None:
-        left.semilogx(law.x, law.cdf, color=COLOURS["theory"], label="theory")
-        right.loglog(law.x, 1 - law.cdf, color=COLOURS["theory"], label="theory")
-    for name, values in result.samples.items():
-        x = np.sort(values[values > 0])  # the rest is 0 up to rounding
+        F = np.asarray(law.cdf(law.grid))
+        left.semilogx(law.grid, F, color=COLOURS["theory"], label="theory")
+        right.loglog(law.grid, 1 - F, color=COLOURS["theory"], label="theory")
+    for name in comparison.readings:
+        values = np.sort(comparison.samples[name], axis=None)
+        x = values[values > 0]  # the rest is 0 up to rounding
         survival = 1 - (np.arange(1, x.size + 1) + values.size - x.size) / values.size
-        left.semilogx(x, 1 - survival, color=COLOURS[name], lw=0.8, label=f"{name}, n = {n}")
-        right.loglog(x[:-1], survival[:-1], color=COLOURS[name], lw=0.8, label=f"{name}, n = {n}")
+        left.semilogx(x, 1 - survival, color=COLOURS[name], lw=0.8, label=f"{name}, n = {comparison.n}")
+        right.loglog(x[:-1], survival[:-1], color=COLOURS[name], lw=0.8, label=f"{name}, n = {comparison.n}")
+    tail = comparison.tails["theory"]
     left.set(xlabel="x", ylabel="F(x)", title="distribution function")
-    right.set(xlabel="x", ylabel="P(lambda > x)",
-              title="tail" if result.theory is None or result.theory.tail is None else f"tail (theory kappa = {result.theory.tail:.2f})")
+    right.set(xlabel="x", ylabel="P(lambda > x)", title="tail" if tail is None else f"tail (theory kappa = {tail:.2f})")
     for ax in (left, right):
         ax.legend(fontsize=8)
     _save(fig, path)

@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from gemhsa_sym.laws.tabulated import TabulatedLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.sampling.executors import Task, local_workers, run_tasks
 from gemhsa_sym.sampling.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets, run_draw
-from gemhsa_sym.verification.theory import Theory, theory_task
+from gemhsa_sym.verification.theory import theory_task
 
 __all__ = ["SweepPoint", "SweepResult", "parse_vary", "sweep", "vary_config"]
 
@@ -73,14 +74,18 @@ class SweepPoint:
 
     values: dict[str, str]
     config: Config | PolynomialModel
-    theory: Theory | None
+    theory: TabulatedLaw | None
     mc: dict[str, np.ndarray] | None
 
     def theory_value(self, key: str) -> float:
-        """mu_k or the top edge of the law."""
+        """mu_k or the top edge of the law (NoAnswer, with the reason, where the law has none)."""
         if self.theory is None:
             raise ValueError("theory: this sweep ran without theory")
-        return self.theory.top_edge if key == "top_edge" else self.theory.moments[int(key[3:]) - 1]["float"]
+        if key == "top_edge":
+            self.theory.edges()  # NoAnswer where the law has no edges
+            return self.theory.top_edge
+        self.theory.moments(1)  # NoAnswer where the law has no moments
+        return self.theory.moment_data[int(key[3:]) - 1]["float"]
 
     def mc_value(self, model: str, key: str) -> tuple[float, float | None]:
         """Mean over draws and its standard error (None for one draw); top_edge is the largest eigenvalue."""
@@ -94,10 +99,11 @@ class SweepPoint:
         """Values, theory (moments, edges, atoms) and Monte Carlo means with standard errors."""
         out: dict[str, Any] = {"values": self.values, "config": self.config.to_dict()}
         if self.theory is not None:
-            out["theory"] = {"moments": [m["float"] for m in self.theory.moments],
-                             "exact": [m["exact"] for m in self.theory.moments],
-                             "top_edge": self.theory.top_edge, "edges": self.theory.edges,
-                             "atoms": self.theory.atoms, "seconds": self.theory.seconds}
+            law = self.theory
+            out["theory"] = {"moments": None if law.moment_data is None else [m["float"] for m in law.moment_data],
+                             "exact": None if law.moment_data is None else [m["exact"] for m in law.moment_data],
+                             "top_edge": law.top_edge if law.edge_data is not None else None, "edges": law.edge_data,
+                             "atoms": law.atom_data, "seconds": law.seconds, "reasons": dict(law.reasons())}
         if self.mc is not None:
             out["mc"] = {model: {key: dict(zip(("mean", "se"), self.mc_value(model, key))) for key in MC_KEYS}
                          for model in self.mc}
