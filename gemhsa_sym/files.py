@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["check_folder", "check_writable", "read_text", "read_toml", "write_atomic", "write_atomic_with"]
+__all__ = ["check_folder", "check_writable", "is_model", "read_text", "read_toml", "write_atomic", "write_atomic_with"]
 
 
 def _reason(exc: OSError) -> str:
@@ -99,3 +99,9 @@ def read_toml(path: str | Path, field: str = "config") -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{field}: {path} is not valid TOML: {exc}") from None
+
+
+def is_model(data: Any) -> bool:
+    """Whether TOML data is a polynomial model (a top-level ``polynomial`` key, docs/exports.md §5.4), not an attention
+    configuration: the one test of which kind a file is."""
+    return isinstance(data, dict) and "polynomial" in data

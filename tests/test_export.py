@@ -295,3 +295,62 @@ def test_causal_document_compiles_with_its_monte_carlo(tmp_path: Path) -> None:
     assert r"$10^{0}$" in tex and "0.5000" in tex  # F(1) = 1/2 in the table of decades
     log = compile_latex(tex, tmp_path)
     assert overfull(log) == []
+
+
+def test_the_computer_algebra_exports_read_back_to_the_records_polynomial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """P(m, w) written for SymPy (read back by the package's grammar, never eval) and for Mathematica (read by SymPy's
+    Mathematica parser) is the record's P; for the product of two Wisharts it is the cubic of docs/reference-values.md
+    §9.3 (2 m^3 w^2 + m^2 w - 4 m w - m + 4); a law with parameters keeps them, renamed for Mathematica and Maple."""
+    from sympy.parsing.mathematica import parse_mathematica
+
+    from gemhsa_sym.export.exact import from_table, read_srepr
+    from gemhsa_sym.export.writers import WRITERS, write
+
+    m, w = sp.symbols("m w")
+    for name in ("wishart-product", "heads-infinite"):
+        record = load(LIBRARY / f"{name}.toml").record(30, edges="polynomial")
+        P = from_table(record.exact.polynomial)
+        lines = dict(line.split(" = ", 1) for line in write("sympy", record).splitlines() if not line.startswith("#"))
+        assert read_srepr(lines["P"]) == P and read_srepr(lines["stieltjes"]) == sp.Symbol("g_{t,t}")
+        mathematica = write("mathematica", record)
+        text = next(line for line in mathematica.splitlines() if line.startswith("P = "))
+        names = dict(pair.split(" = ") for pair in mathematica.splitlines()[2][len("(* identifiers: "):-3].split(", "))
+        back = parse_mathematica(text[4:].rstrip(";"))
+        back = back.subs({s: sp.Symbol(names.get(s.name, s.name)) for s in back.free_symbols})
+        assert sp.expand(back - P.subs({s: sp.Symbol(s.name) for s in P.free_symbols})) == 0
+        maple = write("maple", record)
+        assert "P := " in maple and "moments := [" in maple and set(WRITERS) == {"latex", "json", "mathematica", "maple", "sympy"}
+    assert P.free_symbols >= {sp.Symbol("mu_1", real=True), sp.Symbol("sigma", nonnegative=True)}
+    product = read_srepr(dict(line.split(" = ", 1) for line in write("sympy", load(LIBRARY / "wishart-product.toml").record(16))
+                              .splitlines() if not line.startswith("#"))["P"])
+    assert sp.expand(product - (2 * m**3 * w**2 + m**2 * w - 4 * m * w - m + 4)) == 0
+    out = tmp_path / "product.m"
+    assert main(["derive", str(LIBRARY / "wishart-product.toml"), "--export", f"mathematica={out}", "--export",
+                 f"json={tmp_path / 'product.json'}"]) == 0
+    assert out.read_text().splitlines()[3] == "P = 2*m^3*w^2 + m^2*w - 4*m*w - m + 4;"
+    assert json.loads((tmp_path / "product.json").read_text())["exact"]["polynomial"]["terms"][0] == [[3, 2], "2"]
+    capsys.readouterr()
+    assert main(["derive", "causal-single-head", "--export", f"maple={tmp_path / 'x.mpl'}"]) == 2
+    assert "export: maple prints P(m, w)" in capsys.readouterr().err and not (tmp_path / "x.mpl").exists()
+
+
+def test_exact_data_is_read_only_through_its_grammar() -> None:
+    """Trees and srepr text are read node by node from a whitelist: anything else is refused naming the field."""
+    from gemhsa_sym.export.exact import from_table, from_tree, read_srepr
+
+    for bad, message in ((["Symbol", "x", {"evil": True}], "assumptions"), (["__import__", ["Integer", "1"]], "unknown node"),
+                         (["Integer", "1/0"], "cannot read"), (["Rational", "sqrt(2)"], "not a rational"),
+                         (["Pow", ["Integer", "2"]], "other arguments"), (["Add"] + [["Add"]] * 0 + [7], "expected a node")):
+        with pytest.raises(ValueError, match=message):
+            from_tree(bad)
+    deep: list = ["Integer", "1"]
+    for _ in range(300):
+        deep = ["exp", deep]
+    with pytest.raises(ValueError, match="deeper than 200"):
+        from_tree(deep)
+    with pytest.raises(ValueError, match="is not rational"):
+        from_table({"generators": [["Symbol", "m", {}]], "terms": [[[1], "E"]]})
+    for text in ("__import__('os').system('true')", "Add(Integer(1), Symbol('x', evil=True))", "Integer(1); Integer(2)",
+                 "exec(Integer(1))", "Add(" * 250 + "Integer(1)" + ")" * 250):
+        with pytest.raises(ValueError, match="^sympy: "):
+            read_srepr(text)

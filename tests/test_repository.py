@@ -93,3 +93,15 @@ def test_citations_resolve_in_the_repository() -> None:
             assert re.search(rf"^#+ {re.escape(section)}[ .]", doc, re.M), f"{source.name}: docs/{file} §{section}"
             cited += 1
     assert cited > 50
+
+
+def test_a_configuration_imports_nothing_of_the_engine() -> None:
+    """The first stage is light: the public face and its Config load no module of the engine, the laws or the samplers,
+    and not numba."""
+    import subprocess
+    import sys
+
+    code = "import sys, gemhsa_sym as gs; gs.Config(heads=2); print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    heavy = [m for m in loaded if m.startswith(("gemhsa_sym.free", "gemhsa_sym.laws", "gemhsa_sym.sampling", "numba", "torch"))]
+    assert "gemhsa_sym.layer.config" in loaded and not heavy, heavy

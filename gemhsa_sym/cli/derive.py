@@ -8,6 +8,7 @@ import time
 
 from gemhsa_sym.cli.common import add_config_arguments, check_outputs, digits, grid, heads_count, input_from_args, seconds
 from gemhsa_sym.export.document import document
+from gemhsa_sym.export.writers import WRITERS, write
 from gemhsa_sym.files import write_atomic
 from gemhsa_sym.free.numeric.results import MAX_DPS
 from gemhsa_sym.laws.attention import AttentionLaw
@@ -45,6 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--full", action="store_true",
                         help="print the reduced Dyson system and P(m, w) in full instead of the short summary")
     parser.add_argument("--latex", metavar="FILE", help="write a standalone LaTeX document of the derivation")
+    parser.add_argument("--export", metavar="FORMAT=FILE", action="append", type=export_spec, default=[],
+                        help="write the record in FORMAT to FILE (repeatable): "
+                             + "; ".join(f"{name} ({writer.summary})" for name, writer in WRITERS.items())
+                             + ". A causal law has no P(m, w) or moments: latex and json only")
     parser.add_argument("--time-limit", type=seconds, default=20.0, metavar="SECONDS",
                         help="seconds allowed to each elimination attempt for P(m, w) and to its discriminant "
                              "(default 20, at most 3600)")
@@ -59,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Derive, solve and report."""
-    check_outputs(files=[("latex", args.latex)])
+    check_outputs(files=[("latex", args.latex), *(("export", path) for _, path in args.export)])
     config = input_from_args(args, {"--heads": args.heads is not None})
     if args.heads is not None:  # refused above for a polynomial model
         config = config.with_heads(args.heads)
@@ -67,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     law = law_of(config)
     if not law.answers("moments"):  # a heavy-tailed law: quantiles, tail and achieved error instead
+        for name, _ in args.export:
+            if name not in ("latex", "json"):
+                raise ValueError(f"export: {name} prints P(m, w), the minimal system and the moments, which this law has "
+                                 f"none of ({law.reason('moments')}); export latex or json")
         return _run_causal(args, config, law, start)
     derived = time.perf_counter() - start
     record = law.record(args.dps, time_limit=args.time_limit, edges=args.edges)
@@ -77,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         report["density"] = {"x": points.tolist(), "density": law.density(points, method=method).tolist()}
     if args.latex:
         write_atomic(args.latex, document(record), "latex")
+    for name, path in args.export:
+        write_atomic(path, write(name, record), "export")
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -115,6 +126,8 @@ def _run_causal(args: argparse.Namespace, config: Config, law: CausalLaw, start:
     report["timing"] = {"total_s": time.perf_counter() - start}
     if args.latex:
         write_atomic(args.latex, law.to_latex(), "latex")
+    for name, path in args.export:
+        write_atomic(path, write(name, law.record()), "export")
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -141,6 +154,14 @@ def _run_causal(args: argparse.Namespace, config: Config, law: CausalLaw, start:
             print(f"{x:.8g}\t{r:.12g}")
     print(f"solved in {report['timing']['total_s']:.1f} s")
     return 0
+
+
+def export_spec(text: str) -> tuple[str, str]:
+    """FORMAT=FILE of ``--export``, the format one of :data:`~gemhsa_sym.export.writers.WRITERS`."""
+    name, sep, path = text.partition("=")
+    if not sep or name not in WRITERS or not path:
+        raise argparse.ArgumentTypeError(f"expected FORMAT=FILE with FORMAT one of {', '.join(WRITERS)}, got {text!r}")
+    return name, path
 
 
 def _print_system(system: dict) -> None:

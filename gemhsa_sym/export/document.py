@@ -6,8 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gemhsa_sym.export.latex import WIDTH, broken_sum, packed, printed_width
+import sympy as sp
+
+from gemhsa_sym.export.exact import from_table, from_tree
+from gemhsa_sym.export.latex import WIDTH, broken_sum, collected_terms, packed, printed_width, terms_of
 from gemhsa_sym.export.record import LawRecord
+from gemhsa_sym.free.algebraic.elimination import M
 
 __all__ = ["document", "escape"]
 
@@ -42,10 +46,38 @@ def escape(text: str) -> str:
     return "".join(_SPECIAL.get(c, c) for c in text)
 
 
+def _equation_latex(g: sp.Symbol, f: sp.Expr, meaning: str, heads: str) -> list[Any]:
+    """[unknown, terms, meaning, heads] of g = f: one term (the equation) where it fits a line, else
+    the terms of num - g den = 0, which the document breaks over lines."""
+    whole = rf"{sp.latex(g)} = {sp.latex(f)}"
+    if printed_width(whole) <= WIDTH:
+        return [sp.latex(g), [whole], meaning, heads]
+    num, den = sp.fraction(sp.together(f))
+    return [sp.latex(g), terms_of(sp.expand(num - g * den)), meaning, heads]
+
+
+class _Printed:
+    """The formulas of a record's exact parts (:class:`~.record.ExactParts`) printed by SymPy's LaTeX printer, now."""
+
+    def __init__(self, record: LawRecord) -> None:
+        exact, meanings = record.exact, record.latex.meanings or {}
+
+        def rows(pairs: list[list[Any]]) -> list[list[Any]]:
+            out = []
+            for unknown, rhs in pairs:
+                g = from_tree(unknown, "exact.unknown")
+                out.append(_equation_latex(g, from_tree(rhs, "exact.equation"), *meanings[str(g)]))
+            return out
+
+        self.polynomial = None if exact.polynomial is None else collected_terms(from_table(exact.polynomial), M)
+        self.moments = [terms_of(from_tree(m["symbolic"], "exact.moments")) for m in exact.moments]
+        self.minimal, self.definitions = rows(exact.equations), rows(exact.definitions)
+
+
 def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -> str:
     """A standalone LaTeX document of a law's record (configuration, model, system, P, moments, edges, atoms),
     with the Monte Carlo figures of a ``verification`` record (the JSON of ``gemhsa-sym verify``) when given."""
-    tex = record.latex
+    tex, printed = record.latex, _Printed(record)
     config_toml = getattr(record, "config_toml", "")
     out = [
         r"\documentclass[10pt]{article}",
@@ -67,10 +99,9 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
             broken_sum("T^{(h)}", tex.template)]),
         "and the size ratios " + ", ".join(f"${r}$" for r in tex.ratios) + ".",
     ]
-    if tex.minimal is not None:
-        out += [r"{\small", *_minimal_system(record), "}"]
+    out += [r"{\small", *_minimal_system(record, printed), "}"]
     out.append(r"\subsection*{Algebraic equation}")
-    if tex.polynomial:
+    if printed.polynomial:
         info = record.polynomial_info
         how = (" It was guessed from the series of $m(w)$ modulo primes and verified: it vanishes on the series to "
                "twice the order used, at fresh points and a fresh prime, and on the 40-digit solution of the Dyson system."
@@ -80,7 +111,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
     else:
         out.append("No polynomial equation: " + escape(str(record.polynomial_reason or "not attempted")) + ".")
     out.append(r"\subsection*{Moments}")
-    for k, m in enumerate(tex.moments, 1):
+    for k, m in enumerate(printed.moments, 1):
         out.append(broken_sum(rf"\mu_{{{k}}}", m))
     out.append(r"\subsection*{Support edges and atoms}")
     edges = record.edges
@@ -95,7 +126,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
         if atoms else "No atoms."
     )
     checks = [escape(n) for n in record.notes]
-    if tex.minimal is not None:
+    if record.exact is not None:
         checks.append(r"the minimal system gives the reduced system's $m(w)$ to $10^{-40}$ at 50 digits, and each of its "
                       r"equations holds there to $10^{-40}$")
     if verification is not None:
@@ -105,16 +136,16 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
     out += [r"\section*{Appendix}"]
     if config_toml:
         out += [r"\subsection*{Configuration}", r"\begin{verbatim}", config_toml.strip(), r"\end{verbatim}"]
-    if tex.minimal and any(_long(meaning) for _, _, meaning, _ in tex.minimal):
-        out += [r"\subsection*{The unknowns of the minimal system}", *_meanings(tex.minimal)]
-    if tex.minimal_definitions:
+    if printed.minimal and any(_long(meaning) for _, _, meaning, _ in printed.minimal):
+        out += [r"\subsection*{The unknowns of the minimal system}", *_meanings(printed.minimal)]
+    if printed.definitions:
         out += [r"\subsection*{The unknowns given explicitly}", "In the order written, each uses only the unknowns of "
-                "the minimal system and those before it:", *_equations(tex.minimal_definitions, numbered=False),
-                "They are the normalised traces", *_meanings(tex.minimal_definitions)]
-    if tex.polynomial:
+                "the minimal system and those before it:", *_equations(printed.definitions, numbered=False),
+                "They are the normalised traces", *_meanings(printed.definitions)]
+    if printed.polynomial:
         out += [r"\subsection*{The algebraic equation}",
                 r"Collected in powers of $m$, each coefficient factored over $\mathbb{Q}$:",
-                broken_sum("P(m, w)", tex.polynomial)]
+                broken_sum("P(m, w)", printed.polynomial)]
     out += [
         r"\subsection*{Reduced Dyson system}",
         rf"Unknowns: {len(tex.unknowns)}; the Stieltjes transform is $m(w) = {tex.output}$. "
@@ -150,21 +181,21 @@ def _monte_carlo(data: Mapping[str, Any]) -> str:
             + "; ".join(parts) + r"; the floor is the KS distance between two independent sample sets")
 
 
-def _minimal_system(record: LawRecord) -> list[str]:
+def _minimal_system(record: LawRecord, printed: _Printed) -> list[str]:
     """The minimal system as numbered equations, the definitions, and the meaning of each unknown."""
     tex = record.latex
     system = record.system
     out = [
         r"\subsection*{Minimal system}",
         rf"With $G(w) = (w - Y^{{T}} Y)^{{-1}}$, the Stieltjes transform is $m(w) = {tex.output}$, and "
-        rf"{len(tex.minimal)} unknowns (of {system.get('reduced_unknowns', len(tex.unknowns))} in the reduced "
+        rf"{len(printed.minimal)} unknowns (of {system.get('reduced_unknowns', len(tex.unknowns))} in the reduced "
         r"Dyson system of the appendix) solve",
     ]
-    out += _equations(tex.minimal, numbered=True)
-    if tex.minimal_definitions:
-        out.append(f"where the other {len(tex.minimal_definitions)} unknowns are the explicit functions of the appendix.")
+    out += _equations(printed.minimal, numbered=True)
+    if printed.definitions:
+        out.append(f"where the other {len(printed.definitions)} unknowns are the explicit functions of the appendix.")
     out += [r"Each unknown is a normalised trace in the limit $n \to \infty$ (one longer than a line and a half is given in "
-            r"the appendix):"] + _meanings(tex.minimal, short=True)
+            r"the appendix):"] + _meanings(printed.minimal, short=True)
     return out
 
 

@@ -1,10 +1,12 @@
-"""The record of a derived law: one typed object from which JSON, the LaTeX document and the
-verification summary are produced (docs/exports.md §5.1).
+"""The record of a derived law: one typed object from which every export is written (docs/exports.md §5.1, §5.6).
 
-Exact expressions are kept as their SymPy text and, for the document, as LaTeX printed by
-SymPy's printer when the record is made, so that a committed record (JSON) reproduces its
-document without solving anything. Edges, atoms and moments are written by one function each
-(:func:`edge_entry`, :func:`atom_entry`, :func:`moment_entry`), which every summary uses.
+P(m, w), the minimal system and the moments are kept as data (:class:`ExactParts`: a coefficient table and
+expression trees, :mod:`.exact`), from which the writers of :mod:`.writers` print LaTeX, Mathematica, Maple,
+SymPy and JSON at write time; their SymPy text is kept beside for readers of the JSON. The rest of the
+document's formulas (model, sectors, read-outs, the meanings of the unknowns) are printed by SymPy when the
+record is made, so that a committed record (JSON) reproduces its document without solving anything. Edges,
+atoms and moments are written by one function each (:func:`edge_entry`, :func:`atom_entry`,
+:func:`moment_entry`), which every summary uses.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import mpmath
 import sympy as sp
 from sympy.matrices.expressions import MatAdd
 
-from gemhsa_sym.export.latex import WIDTH, collected_terms, printed_width, terms_of
+from gemhsa_sym.export.exact import table, tree
+from gemhsa_sym.export.latex import WIDTH, printed_width, terms_of
 from gemhsa_sym.free.algebraic.elimination import Elimination, M
 from gemhsa_sym.free.equations.derivation import Derivation
 from gemhsa_sym.free.equations.meanings import Meaning
@@ -25,9 +28,10 @@ from gemhsa_sym.free.equations.minimal import MinimalSystem
 from gemhsa_sym.free.expressions.exchangeable import ExchangeableSum
 from gemhsa_sym.free.expressions.matrices import without_powers
 from gemhsa_sym.free.expressions.pencil import Pencil
+from gemhsa_sym.free.expressions.system import W
 from gemhsa_sym.free.numeric.results import Atom, Edge, EdgeClassification
 
-__all__ = ["AttentionRecord", "LatexParts", "LawRecord", "PolynomialInfo", "atom_entry", "build_record", "edge_entry",
+__all__ = ["AttentionRecord", "ExactParts", "LatexParts", "LawRecord", "PolynomialInfo", "atom_entry", "build_record", "edge_entry",
            "moment_entry", "record_from_json", "system_entry"]
 
 #: What P(m, w) is a polynomial equation for.
@@ -77,17 +81,29 @@ class LatexParts:
     output: str
     sectors: list[list[Any]]
     readouts: list[str]
-    polynomial: list[str] | None
-    moments: list[list[str]]
     coefficients: list[str] | None = None
     #: Where Y = sum_h T^{(h)} is too wide for one line: the number of heads and one head's term
     #: T^{(h)}, term by term
     heads: str | None = None
     template: list[str] | None = None
-    #: The minimal system (docs/equations.md §2.7): per equation and per definition [unknown, equation
-    #: as terms of num - g den = 0 (one term: the equation itself), meaning, the heads it is about]
-    minimal: list[list[Any]] | None = None
-    minimal_definitions: list[list[Any]] | None = None
+    #: The meaning of each unknown of the minimal system and of its definitions (docs/equations.md §2.8), by the
+    #: unknown's name: [meaning, the heads it is about]
+    meanings: dict[str, list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class ExactParts:
+    """P(m, w), the moments and the minimal system as data (:mod:`.exact`): P as a coefficient table in m, w and the
+    parameters that stayed symbolic; each moment at the law's values and symbolic in its parameters, the values
+    [parameter, value], and each equation [unknown, right-hand side] of the minimal system (docs/equations.md §2.7),
+    its definitions and m(w), as expression trees."""
+
+    polynomial: dict[str, Any] | None
+    moments: list[dict[str, Any]]
+    values: list[list[Any]]
+    equations: list[list[Any]]
+    definitions: list[list[Any]]
+    output: Any
 
 
 @dataclass(frozen=True)
@@ -111,6 +127,7 @@ class LawRecord:
     atom_method: str
     atoms: list[dict[str, Any]]
     latex: LatexParts
+    exact: ExactParts | None = None
     name: str | None = None
     #: The minimal system with the meaning of each unknown (:func:`system_entry`)
     system: dict[str, Any] = field(default_factory=dict)
@@ -123,7 +140,7 @@ class LawRecord:
         name = data.pop("name")
         info = data["polynomial_info"]
         data["polynomial_info"] = {"variables": info.pop("variables"), **info}
-        for key in ("coefficients", "heads", "template", "minimal", "minimal_definitions"):
+        for key in ("coefficients", "heads", "template", "meanings"):
             if data["latex"][key] is None:
                 del data["latex"][key]
         return ({"name": name} if name is not None else {}) | data
@@ -149,6 +166,7 @@ def record_from_json(data: dict[str, Any]) -> LawRecord:
     data = dict(data)
     data["polynomial_info"] = PolynomialInfo(**data["polynomial_info"])
     data["latex"] = LatexParts(**data["latex"])
+    data["exact"] = ExactParts(**data["exact"])
     kind = AttentionRecord if "config" in data else LawRecord
     known = {f.name for f in fields(kind)}
     return kind(**{key: value for key, value in data.items() if key in known})
@@ -167,17 +185,6 @@ def system_entry(minimal: MinimalSystem, meanings: Mapping[sp.Symbol, Meaning], 
         "output": str(minimal.output),
         "notation": f"G = (w - Y^T Y)^(-1) with Y = {model}; (1/N) tr[.] is the normalised trace over a dimension of size N",
     }
-
-
-def _equation_latex(g: sp.Symbol, f: sp.Expr, meaning: Meaning, pencil: Pencil) -> list[Any]:
-    """[unknown, terms, meaning, heads] of g = f: one term (the equation) where it fits a line, else
-    the terms of num - g den = 0, which the document breaks over lines; the meaning as mathematics
-    and the heads it is about as text."""
-    whole = rf"{sp.latex(g)} = {sp.latex(f)}"
-    if printed_width(whole) <= WIDTH:
-        return [sp.latex(g), [whole], meaning.latex(pencil), meaning.heads or ""]
-    num, den = sp.fraction(sp.together(f))
-    return [sp.latex(g), terms_of(sp.expand(num - g * den)), meaning.latex(pencil), meaning.heads or ""]
 
 
 def _nonzero_entries(M: sp.Matrix) -> list[tuple[tuple[int, int], sp.Expr]]:
@@ -206,12 +213,19 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         sectors=[[sec.name, [rf"M_{{{sec.labels[a]},{sec.labels[b]}}} = {sp.latex(v)}" for (a, b), v in _nonzero_entries(sec.matrix())]]
                  for sec in system.sectors],
         readouts=[sp.latex(e) for e in system.readout_equations()],
-        polynomial=None if elimination.polynomial is None else collected_terms(elimination.polynomial, M),
-        moments=[terms_of(g) for g in general],
         heads=heads,
         template=template,
-        minimal=[_equation_latex(c, f, meanings[c], derivation.pencil) for c, f in minimal.equations],
-        minimal_definitions=[_equation_latex(d, f, meanings[d], derivation.pencil) for d, f in minimal.definitions],
+        meanings={str(c): [meanings[c].latex(derivation.pencil), meanings[c].heads or ""]
+                  for c, _ in [*minimal.equations, *minimal.definitions]},
+    )
+    P = elimination.polynomial
+    exact_parts = ExactParts(
+        polynomial=None if P is None else table(P, [M, W, *sorted(P.free_symbols - {M, W}, key=str)]),
+        moments=[{"exact": tree(m), "symbolic": tree(g)} for m, g in zip(exact, general)],
+        values=[[tree(k), tree(v)] for k, v in derivation.values.items()],
+        equations=[[tree(c), tree(f)] for c, f in minimal.equations],
+        definitions=[[tree(d), tree(f)] for d, f in minimal.definitions],
+        output=tree(minimal.output),
     )
     return LawRecord(
         model=str(model),
@@ -235,5 +249,6 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         atom_method=atom_method,
         atoms=[atom_entry(a) for a in atoms],
         latex=latex,
+        exact=exact_parts,
         system=system_entry(minimal, meanings, derivation.pencil, str(model)),
     )

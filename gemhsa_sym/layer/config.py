@@ -19,12 +19,11 @@ from typing import Any
 import sympy as sp
 import tomli_w
 
-from gemhsa_sym.files import read_toml
+from gemhsa_sym.files import is_model, read_toml
 from gemhsa_sym.layer.covariance import token_spectrum
 from gemhsa_sym.layer.dimensions import DIMENSIONS, dimension_ratios
 from gemhsa_sym.layer.hermite import NORMALISATIONS
 from gemhsa_sym.layer.modes import KV_MODES, OUTPUT_MODES, OUTPUT_RULES, VALUE_RULES
-from gemhsa_sym.layer.polynomial_model import is_model
 from gemhsa_sym.layer.scores import get_score
 from gemhsa_sym.layer.sharing import INFINITE_HEADS, Partition, partition, partition_spec, sharing_keyword
 from gemhsa_sym.parse import integer_value, real_number

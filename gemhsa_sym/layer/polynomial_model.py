@@ -1,7 +1,7 @@
 """Polynomial model files: a user's polynomial in Gaussian matrices beside the attention configurations
 (docs/exports.md §5.3, §5.4).
 
-A TOML table with a top-level ``polynomial`` key is a polynomial model (:func:`is_model` is the one
+A TOML table with a top-level ``polynomial`` key is a polynomial model (:func:`~gemhsa_sym.files.is_model` is the one
 test of which kind a file is); any other is an attention configuration::
 
     polynomial = "X * W"
@@ -36,16 +36,11 @@ from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
 from gemhsa_sym.parse import to_number
 from gemhsa_sym.sampling.polynomial import draw_polynomial, sizes_at
 
-__all__ = ["GAUSSIAN_FIELDS", "MODEL_FIELDS", "PolynomialModel", "is_model", "polynomial_model"]
+__all__ = ["GAUSSIAN_FIELDS", "MODEL_FIELDS", "PolynomialModel", "polynomial_model"]
 
 #: Fields of a polynomial model file, and of each of its Gaussians.
 MODEL_FIELDS = ("polynomial", "dimensions", "gaussians")
 GAUSSIAN_FIELDS = ("rows", "cols", "scale")
-
-
-def is_model(data: Mapping[str, Any]) -> bool:
-    """Whether TOML data is a polynomial model (a top-level ``polynomial`` key), not an attention configuration."""
-    return "polynomial" in data
 
 
 def _positive(field: str, value: Any) -> sp.Expr:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gemhsa_sym.files import read_toml
+from gemhsa_sym.files import is_model, read_toml
 from gemhsa_sym.layer.config import Config
-from gemhsa_sym.layer.polynomial_model import PolynomialModel, is_model
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
+from gemhsa_sym.library import LIBRARY
 
 __all__ = ["PRESETS", "BIDIRECTIONAL_PRESETS", "load_config", "load_input", "read_input"]
 
@@ -47,20 +48,26 @@ BIDIRECTIONAL_PRESETS: tuple[str, ...] = tuple(name for name, config in PRESETS.
 
 def read_input(path: str | Path) -> Config | PolynomialModel:
     """The attention configuration or the polynomial model (named after the file) in a TOML file: a model
-    when the file has a top-level ``polynomial`` key (:func:`~gemhsa_sym.layer.polynomial_model.is_model`)."""
+    when the file has a top-level ``polynomial`` key (:func:`~gemhsa_sym.files.is_model`)."""
     data = read_toml(path, "config")
     return PolynomialModel(data, Path(path).stem) if is_model(data) else Config.from_dict(data)
 
 
 def load_input(spec: str | Path) -> Config | PolynomialModel:
-    """A preset by name, or the configuration or polynomial model in a TOML file (:func:`read_input`)."""
+    """A preset by name, an entry of the shipped library by name (:data:`~gemhsa_sym.library.LIBRARY`), or the
+    configuration or polynomial model in a TOML file (:func:`read_input`)."""
     if str(spec) in PRESETS:
         return PRESETS[str(spec)]
+    entry = LIBRARY / f"{spec}.toml"
+    if isinstance(spec, str) and spec.replace("-", "").isalnum() and entry.is_file():
+        return read_input(entry)
     path = Path(spec)
     if path.is_file():
         return read_input(path)
+    entries = sorted(p.stem for p in LIBRARY.glob("*.toml") if p.stem not in PRESETS)
     raise ValueError(
-        f"config: {str(spec)!r} is neither a preset ({', '.join(PRESETS)}) nor a TOML file"
+        f"config: {str(spec)!r} is neither a preset ({', '.join(PRESETS)}), nor an entry of the library "
+        f"({', '.join(entries)}), nor a TOML file"
     )
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,9 @@ from gemhsa_sym.laws.protocol import Law
 from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.presets import read_input
+from gemhsa_sym.library import LIBRARY
 
 __all__ = ["LIBRARY", "causal_source", "check_file", "library_law", "load", "records", "verification"]
-
-#: The library shipped with the package.
-LIBRARY: Path = Path(str(resources.files("gemhsa_sym.library") / "records"))
-
 
 def check_file(path: Path) -> None:
     """Read a library file as :func:`load` does, without solving: ValueError naming the field otherwise."""
