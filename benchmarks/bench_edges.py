@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
 from gemhsa_sym.sampling.sampler import sample
 
@@ -46,10 +46,10 @@ def main() -> None:
     unknown = [p for p in args.presets if p not in BIDIRECTIONAL_PRESETS]
     if unknown:
         parser.error(f"presets: unknown {', '.join(unknown)}; choose from {', '.join(sorted(BIDIRECTIONAL_PRESETS))}")
-    derive(PRESETS["mqa"]).algebraic_edges(30)  # imports and first-call set-up, not counted
+    AttentionLaw(PRESETS["mqa"]).algebraic_edges(30)  # imports and first-call set-up, not counted
     figures: dict[str, dict[str, Any]] = {}
     for name in args.presets:
-        law = derive(PRESETS[name])
+        law = AttentionLaw(PRESETS[name])
         elimination, p_s = timed(lambda: law.algebraic(args.time_limit))
         has_p = elimination.polynomial is not None
         refined, edges_s = timed(lambda: law.edges(30, "polynomial", args.time_limit)) if has_p else (None, None)
@@ -57,7 +57,7 @@ def main() -> None:
         if refined is not None and found is not None and not (len(refined) == len(found.edges) and all(
                 a.side == b.side and abs(a.location - b.location) <= 1e-25 * (1 + abs(b.location)) for a, b in zip(refined, found.edges))):
             raise SystemExit(f"{name}: the edges refined on P are not the discriminant's: {refined} against {found.edges}")
-        fresh = derive(PRESETS[name])
+        fresh = AttentionLaw(PRESETS[name])
         _, fold_s = timed(lambda: fresh.edges(dps=30))
         row = {"P_s": round(p_s, 3), "edges_from_P_s": None if refined is None else round(edges_s, 3),
                "discriminant_s": None if found is None else round(disc_s, 3),

@@ -16,7 +16,7 @@ import json
 import time
 
 from gemhsa_sym.free.algebraic.guessing import guess_polynomial
-from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.layer.presets import PRESETS
 
 
@@ -28,7 +28,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = {}
     for name in args.presets:
-        law = derive(PRESETS[name])
+        law = AttentionLaw(PRESETS[name])
         symbols = tuple(sorted(law.system.parameters, key=str))
         start = time.perf_counter()
         terms = guess_polynomial(law.system, {}, symbols)

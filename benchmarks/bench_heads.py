@@ -20,14 +20,14 @@ import time
 
 import numpy as np
 
-from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.layer.config import Config
 
 
 def task(heads: int, grid: np.ndarray) -> tuple[float, int]:
     """Seconds for derivation plus density with ``heads`` heads, and the number of unknowns."""
     start = time.perf_counter()
-    law = derive(Config(heads=heads))
+    law = AttentionLaw(Config(heads=heads))
     law.density(grid)
     return time.perf_counter() - start, len(law.system.unknowns)
 

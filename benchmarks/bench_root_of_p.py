@@ -19,7 +19,7 @@ import time
 import numpy as np
 from timing import best_times
 
-from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
 
 
@@ -35,16 +35,16 @@ def main() -> None:
     print("| preset | P degree (m, w) | P found in (s) | Dyson (s) | root of P (s) | ratio | density diff | m diff |")
     print("|---|---|---|---|---|---|---|---|", flush=True)
     for name in args.presets or list(BIDIRECTIONAL_PRESETS):
-        probe = derive(PRESETS[name])
+        probe = AttentionLaw(PRESETS[name])
         top = float(probe.edges(dps=16)[-1].location)
         x = np.linspace(0, 1.1 * top, args.points + 1)[1:]
         w = np.concatenate([x[:: max(1, args.points // 20)] * (1 + 0.05j), 1j * probe.scale * 10.0 ** -np.arange(10)])
         m_dyson = probe.stieltjes(w)
-        laws = [derive(PRESETS[name]) for _ in range(args.repeat)]
+        laws = [AttentionLaw(PRESETS[name]) for _ in range(args.repeat)]
         densities: list[np.ndarray] = []
         dyson = best_times([lambda: densities.append(laws.pop().density(x))], args.repeat)[0]
         rho = densities[-1]
-        laws = [derive(PRESETS[name]) for _ in range(args.repeat)]
+        laws = [AttentionLaw(PRESETS[name]) for _ in range(args.repeat)]
         start = time.perf_counter()
         found = [law.algebraic() for law in laws]
         eliminated = (time.perf_counter() - start) / len(laws)

@@ -20,7 +20,7 @@ import time
 
 from scipy import stats
 
-from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
 from gemhsa_sym.sampling.sampler import drawn_config, sample
@@ -41,7 +41,7 @@ HEADER = (
 def row(config: Config, n: int, draws: int, seed: int, jobs: int) -> str:
     """One Markdown row of the table for ``config``."""
     start = time.perf_counter()
-    law = derive(config)
+    law = AttentionLaw(config)
     derived = time.perf_counter() - start
     start = time.perf_counter()
     law.edges(dps=16)

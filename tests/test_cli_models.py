@@ -11,6 +11,7 @@ The Monte Carlo samples are checked against the polynomial's own sampler with th
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def test_verify_a_model_at_several_n_does_not_depend_on_jobs(tmp_path: Path, cap
 def test_verify_text_report_of_a_model_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", MP, "--n", "100", "--draws", "2", "--quiet"]) == 0
     text = capsys.readouterr().out
-    for needle in ("config   marchenko-pastur: Y = X", "theory-MC", "floor (MC-MC)", "mu_4", "upper edge", "outliers MC"):
+    for needle in ("config   marchenko-pastur: Y = X", "theory-MC", "floor (MC-MC)", "M_4", "upper edge", "outliers MC"):
         assert needle in text
     assert "softmax" not in text
 
@@ -161,16 +162,16 @@ def test_sweep_a_dimension_ratio(capsys: pytest.CaptureFixture[str]) -> None:
         mu1, mu2 = b / 2, (sp.Rational(3, 2) * b**2 + b**2 * (1 + sp.Rational(1, ratio)) - b**2) / 2
         assert point["theory"]["exact"][:2] == [str(mu1), str(mu2)]
         assert set(point["mc"]) == {"polynomial"}
-        mean = point["mc"]["polynomial"]["mu_1"]["mean"]
+        mean = point["mc"]["polynomial"]["M_1"]["mean"]
         assert abs(mean - float(mu1)) < 0.03 * float(mu1)  # per-draw sd 1.5 % at n = 100 (200 draws): 3.4 sd for 3 draws
 
 
 def test_sweep_a_gaussian_scale_without_monte_carlo(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sweep", WISHART, "--vary", "gaussians.X1.scale=1/4,1/2", "--no-mc"]) == 0
     text = capsys.readouterr().out
-    # mu_1 = p N2 s1 s2 = 4 s1 / 4 = s1
-    assert "gaussians.X1.scale=1/4\n  mu_1       theory 0.25" in text
-    assert "gaussians.X1.scale=1/2\n  mu_1       theory 0.5" in text
+    # the mean M_1 = p N2 s1 s2 = 4 s1 / 4 = s1; each point's model printed with the ratios and scales it used
+    for scale, mean in (("1/4", "0.25"), ("1/2", "0.5")):
+        assert re.search(rf"gaussians.X1.scale={scale}\n  that is Y = X2.T \* X1; [^\n]*scale {scale}[^\n]*\n  M_1 +theory {mean}\b", text), text
 
 
 @pytest.mark.parametrize("argv, option", [

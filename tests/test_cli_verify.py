@@ -73,7 +73,7 @@ def test_verify_does_not_depend_on_jobs(capsys, cache: Path) -> None:
 def test_verify_text_table(capsys, cache: Path) -> None:
     assert main(["verify", "single-head", "--n", "80", "--draws", "2", "--quiet", "--cache", str(cache)]) == 0
     text = capsys.readouterr().out
-    for needle in ("theory-softmax", "floor (GE-GE)", "mu_4", "upper edge", "outliers softmax", "atoms"):
+    for needle in ("theory-softmax", "floor (GE-GE)", "M_4", "upper edge", "outliers softmax", "atoms"):
         assert needle in text
 
 
@@ -112,7 +112,7 @@ def test_sweep_is_the_same_serially_in_processes_and_on_dask() -> None:
         with open_executor(scheduler=cluster.scheduler_address) as executor:
             assert sweep(CONFIG, vary, executor=executor, **args).to_json_dict() == serial
     # different points draw different seeds
-    rows = [p["mc"]["softmax"]["mu_1"]["mean"] for p in serial["points"]]
+    rows = [p["mc"]["softmax"]["M_1"]["mean"] for p in serial["points"]]
     assert len(set(rows)) == len(rows)
 
 

@@ -294,7 +294,9 @@ def test_replace_coerces_strings() -> None:
     assert config.heads == 8 and config.beta == R(3, 2) and config.size_n == 2000
     assert config.share_k == ((0, 1, 2, 3), (4, 5, 6, 7))
     assert config.share_q == (tuple(range(8)),)
-    assert config.d_k == R(1, 4)
+    assert config.d_k == R(1, 8)  # one rule for heads: gqa has H d_k = d, which the new H keeps
+    assert PRESETS["gqa"].replace(heads="8", d_k="1/4").d_k == R(1, 4)  # given, d_k stays
+    assert PRESETS["mha"].replace(heads=2) == PRESETS["mha"].with_heads(2) and PRESETS["mha"].replace(heads=2).d_v == R(1, 2)
     assert PRESETS["mha"].replace(share_k='[[0, 3], [1, 2]]').share_k == ((0, 3), (1, 2))
     assert PRESETS["tied-kv"].replace(heads=4, d_k="1/4", d_v="1/4", share_k="all").share_v == ALL4
     assert PRESETS["correlated-kv"].replace(rho="-0.25").rho == R(-1, 4)

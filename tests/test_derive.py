@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gemhsa_sym.laws.attention import AttentionLaw, derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.laws.spectral import SpectralLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.equivalent import gaussian_equivalent
@@ -24,7 +24,7 @@ GRID = np.linspace(0.02, 45.0, 40)
 @functools.cache
 def law_of(name: str) -> AttentionLaw:
     """The law of a preset, or of ``heads-2`` (H = 2, d_k = d_v = d/2)."""
-    return derive(Config(heads=2, name=name) if name == "heads-2" else PRESETS[name])
+    return AttentionLaw(Config(heads=2, name=name) if name == "heads-2" else PRESETS[name])
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_cdf_of_a_density_diverging_almost_like_one_over_x() -> None:
     # so the CDF near 0 comes from contour masses. The tail above x is checked by an
     # independent quadrature of the density (Gauss–Legendre panels in log x up to b/2, then
     # x = b - (b/2) v^2 across the square-root edge b), and the total mass is 1.
-    law = derive(PRESETS["single-head"].replace(beta="1/2"))
+    law = AttentionLaw(PRESETS["single-head"].replace(beta="1/2"))
     top = float(law.edges(dps=16)[-1].location)
     assert law.mass() == pytest.approx(1, abs=1e-9)
     v, weights = np.polynomial.legendre.leggauss(64)
@@ -176,7 +176,7 @@ def test_many_heads_keep_their_law() -> None:
     # series, the contour integral of the continuation's m(w) against it, and the top edge between
     # its values at H = 1e4 (27.8888) and H = oo (below it, above 27.88).
     heads = 10**5
-    law = derive(PRESETS["mha"].with_heads(heads))
+    law = AttentionLaw(PRESETS["mha"].with_heads(heads))
     e = sp.E
     assert sp.simplify(law.moments(2)[1] - (8 + 3 * e**2 + (2 + 2 * e + 2 * e**2) / heads)) == 0
     assert law.numeric_moments(2) == pytest.approx([float(e), float(law.moments(2)[1])], rel=1e-9)

@@ -19,7 +19,7 @@ from gemhsa_sym.free.algebraic.elimination import M
 from gemhsa_sym.free.algebraic.roots import discriminant
 from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
 from gemhsa_sym.free.expressions.system import W
-from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.laws.spectral import spectral_law
 from gemhsa_sym.layer.presets import PRESETS
 
@@ -82,7 +82,7 @@ def test_a_discriminant_that_fails_says_why_not_that_it_ran_out_of_time():
 
 def test_preset_factors_equal_flint_discriminant_of_all_variables():
     """mha's P, of degree 20 in m with mu_1 and sigma symbolic: the factors involving w of disc_m P * lc_m P."""
-    elimination = derive(PRESETS["mha"]).algebraic()
+    elimination = AttentionLaw(PRESETS["mha"]).algebraic()
     gens = (M, W, *elimination.symbolic)
     names = [f"v{i}" for i in range(len(gens))]
     ring = flint.fmpq_mpoly_ctx.get(names, "lex")

@@ -220,10 +220,10 @@ def test_no_closed_form_above_degree_four():
 
 @pytest.mark.slow
 def test_single_head_preset_polynomial_vanishes_on_the_physical_branch():
-    from gemhsa_sym.laws.attention import derive
+    from gemhsa_sym.laws.attention import AttentionLaw
     from gemhsa_sym.layer.presets import PRESETS
 
-    law = derive(PRESETS["single-head"])
+    law = AttentionLaw(PRESETS["single-head"])
     e = law.algebraic(time_limit=60)
     assert e.reason is None and (e.degree_m, e.degree_w) == (20, 16)
     # exp(beta g - beta^2/2) at beta = 1: mu_1 = beta = 1 and sigma^2 = e^{beta^2} - 1 - beta^2 = e - 2

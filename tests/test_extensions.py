@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gemhsa_sym.laws.attention import BETA, derive
+from gemhsa_sym.laws.attention import BETA, AttentionLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.presets import PRESETS
 
@@ -18,17 +18,17 @@ E = sp.E
 
 def test_attention_matrix_mean_is_the_entry_variance() -> None:
     # docs/reference-values.md §9.6: mu_1^2 + sigma^2 = e^{beta^2} - 1 for softmax, any ratios.
-    law = derive(Config(target="attention", d="3/2", d_k="1/2"))
+    law = AttentionLaw(Config(target="attention", d="3/2", d_k="1/2"))
     assert sp.simplify(law.moments(1, symbolic=True)[0] - (sp.exp(BETA**2) - 1)) == 0
     assert law.moments(1) == [E - 1]
-    assert derive(Config(target="attention", beta="3/4")).moments(1)[0] == sp.exp(sp.Rational(9, 16)) - 1
+    assert AttentionLaw(Config(target="attention", beta="3/4")).moments(1)[0] == sp.exp(sp.Rational(9, 16)) - 1
 
 
 @pytest.mark.parametrize("beta", ["1/2", "1", "3/2"])
 def test_attention_matrix_edge_lies_beyond_the_iid_edge(beta: str) -> None:
     """The law is not Marchenko–Pastur: its bulk reaches beyond 4 (e^{beta^2} - 1), the edge of an
     iid matrix of the same entry variance (the claim of the predecessor paper)."""
-    law = derive(Config(target="attention", beta=beta))
+    law = AttentionLaw(Config(target="attention", beta=beta))
     top = float(law.edges(16)[-1].location)
     variance = math.exp(float(sp.Rational(beta)) ** 2) - 1
     assert top > 4 * variance * 1.05
@@ -60,8 +60,8 @@ def test_attention_matrix_rejects_output_side_fields() -> None:
 def test_residual_mean_adds_the_branch_scaled_by_alpha_squared(alpha: str, preset: str) -> None:
     # docs/reference-values.md §9.6: at unit ratios the cross terms vanish (W_O is centred), so the
     # mean is that of the tokens' law (1) plus alpha^2 times the mean of the output's law.
-    base = derive(PRESETS[preset])
-    law = derive(PRESETS[preset].replace(residual=alpha))
+    base = AttentionLaw(PRESETS[preset])
+    law = AttentionLaw(PRESETS[preset].replace(residual=alpha))
     a = sp.Rational(alpha)
     assert sp.simplify(law.moments(1)[0] - (1 + a**2 * base.moments(1)[0])) == 0
     edges = law.edges(16)
@@ -75,7 +75,7 @@ def test_residual_needs_a_square_output() -> None:
 
 def test_residual_at_alpha_zero_is_marchenko_pastur() -> None:
     """alpha = 0 leaves the tokens: the law of X^T P X / n, Marchenko–Pastur with ratio d / n."""
-    law = derive(Config(residual=0, d="1/2"))
+    law = AttentionLaw(Config(residual=0, d="1/2"))
     c = 0.5
     assert law.moments(2) == [1, sp.Rational(3, 2)]  # 1 and 1 + c
     lo, hi = (1 - math.sqrt(c)) ** 2, (1 + math.sqrt(c)) ** 2
@@ -86,7 +86,7 @@ def test_orthonormal_tokens_give_the_predecessor_papers_law() -> None:
     """Orthonormal tokens (n <= d): Q, K, V are iid Gaussian matrices. The attention matrix at
     n/d = 2/3, d_k/n = 1/2, beta = 1 has mean e - 1 and its top edge near 11, where Monte Carlo of
     its Gaussian equivalent puts the largest eigenvalue (docs/reference-values.md §9.6)."""
-    law = derive(Config(target="attention", tokens="orthonormal", d="3/2", d_k="1/2"))
+    law = AttentionLaw(Config(target="attention", tokens="orthonormal", d="3/2", d_k="1/2"))
     assert law.moments(1) == [E - 1]
     assert 10.5 < float(law.edges(16)[-1].location) < 11.5
 
@@ -97,7 +97,7 @@ def test_orthonormal_tokens_mean(preset: str, extra: sp.Expr) -> None:
     = mu_1^2 (1 + rho^2 d_k / n) + sigma^2, since S0 K = Q K^T K / sqrt(d_k) has E tr((K^T K)^2) =
     n d_k (n + d_k + 1) and V = rho K + sqrt(1 - rho^2) V' (Gaussian tokens add mu_1^2 n / d from
     the tokens' own fluctuations). At unit ratios, mu_1 = 1: e - 1 plus rho^2."""
-    law = derive(PRESETS[preset].replace(tokens="orthonormal"))
+    law = AttentionLaw(PRESETS[preset].replace(tokens="orthonormal"))
     assert law.moments(1) == [E - 1 + extra]
 
 
@@ -114,8 +114,8 @@ def test_orthonormal_tokens_refuse_what_they_cannot_be() -> None:
 
 def test_one_level_token_covariance_is_the_plain_layer() -> None:
     """Sigma = I written as one block of weight 1 is the same layer: equal exact moments and edges."""
-    plain = derive(PRESETS["mha"])
-    one = derive(PRESETS["mha"].replace(tokens="covariance", token_covariance={"values": ["1"], "weights": ["1"]}))
+    plain = AttentionLaw(PRESETS["mha"])
+    one = AttentionLaw(PRESETS["mha"].replace(tokens="covariance", token_covariance={"values": ["1"], "weights": ["1"]}))
     assert one.moments(3) == plain.moments(3)
     assert float(one.edges(16)[-1].location) == pytest.approx(float(plain.edges(16)[-1].location), rel=1e-13)
 
@@ -125,8 +125,8 @@ def test_token_covariance_rescales_the_scores() -> None:
     and the law is that of the plain layer at beta lambda with every eigenvalue times lambda (X -> sqrt(lambda) X,
     and V = X W_V carries one more sqrt(lambda))."""
     lam = sp.Rational(3, 2)
-    scaled = derive(PRESETS["single-head"].replace(tokens="covariance", token_covariance={"values": [str(lam)], "weights": ["1"]}))
-    plain = derive(PRESETS["single-head"].replace(beta=lam))
+    scaled = AttentionLaw(PRESETS["single-head"].replace(tokens="covariance", token_covariance={"values": [str(lam)], "weights": ["1"]}))
+    plain = AttentionLaw(PRESETS["single-head"].replace(beta=lam))
     assert [sp.simplify(a - lam**k * b) == 0 for k, (a, b) in enumerate(zip(scaled.moments(3), plain.moments(3)), 1)] == [True] * 3
 
 
@@ -171,7 +171,7 @@ def test_sampler_draws_the_law_of_the_equations(name: str) -> None:
     from gemhsa_sym.sampling.sampler import sample
 
     config = MONTE_CARLO[name]
-    law = derive(config)
+    law = AttentionLaw(config)
     ge = sample(config, n=400, draws=2, seed=1, model="ge", progress=False)
     other = sample(config, n=400, draws=2, seed=2, model="ge", progress=False)
     floor = stats.ks_2samp(ge.pooled, other.pooled, method="asymp").statistic

@@ -24,7 +24,7 @@ from gemhsa_sym.free.algebraic.modular_series import ModularSystem, primes_below
 from gemhsa_sym.free.algebraic.roots import classify_edges
 from gemhsa_sym.free.equations.series import moment_series
 from gemhsa_sym.free.expressions.system import W
-from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.layer.presets import PRESETS
 
 
@@ -36,7 +36,7 @@ def as_expression(terms: dict[tuple[int, ...], Fraction], symbols: tuple[sp.Symb
 
 @functools.cache
 def preset_law(name: str):
-    return derive(PRESETS[name])
+    return AttentionLaw(PRESETS[name])
 
 
 @functools.cache

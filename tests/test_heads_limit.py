@@ -18,7 +18,7 @@ import sympy as sp
 
 from gemhsa_sym.cli import main
 from gemhsa_sym.free.equations.heads_limit import LimitError
-from gemhsa_sym.laws.attention import BETA, AttentionLaw, derive
+from gemhsa_sym.laws.attention import BETA, AttentionLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.equivalent import MU1, SIGMA
 from gemhsa_sym.layer.presets import PRESETS
@@ -28,19 +28,19 @@ H = sp.Symbol("H", positive=True, integer=True)
 
 @functools.cache
 def limit_law(name: str, **changes: str) -> AttentionLaw:
-    return derive(PRESETS[name].replace(**changes).with_heads("oo"))
+    return AttentionLaw(PRESETS[name].replace(**changes).with_heads("oo"))
 
 
 def limit_of_moments(name: str, k: int, **changes: str) -> list[sp.Expr]:
     """lim_{H -> oo} of the exact moments of the H-head system (symbolic in H, at beta = 1)."""
-    law = derive(PRESETS[name].replace(**changes), heads=H, values={"H": 4})
+    law = AttentionLaw(PRESETS[name].replace(**changes), heads=H, values={"H": 4})
     return [sp.limit(m.subs(BETA, 1), H, sp.oo) for m in law.moments(k, symbolic=True)]
 
 
 def test_mha_second_moment_is_8_plus_3e2_and_below_every_finite_head_count() -> None:
     law = limit_law("mha")
     assert sp.simplify(law.moments(2)[1] - (8 + 3 * sp.E**2)) == 0
-    finite = [float(derive(PRESETS["mha"].with_heads(h)).moments(2)[1]) for h in (1, 2, 4, 8)]
+    finite = [float(AttentionLaw(PRESETS["mha"].with_heads(h)).moments(2)[1]) for h in (1, 2, 4, 8)]
     assert finite == pytest.approx([52.38, 41.27, 35.72, 32.94], abs=0.01)  # docs/extensions.md §8.5
     assert all(f > float(law.moments(2)[1]) for f in finite)
 
@@ -75,7 +75,7 @@ def test_score_without_linear_part_gives_sigma2_times_fuss_catalan() -> None:
 def test_finite_head_laws_approach_the_limit_like_one_over_h() -> None:
     w = np.array([2 + 1j, 20 + 2j])
     limit = limit_law("mha").stieltjes(w)
-    gaps = [np.max(np.abs(derive(PRESETS["mha"].with_heads(h)).stieltjes(w) - limit)) for h in (16, 64, 256)]
+    gaps = [np.max(np.abs(AttentionLaw(PRESETS["mha"].with_heads(h)).stieltjes(w) - limit)) for h in (16, 64, 256)]
     ratios = [a / b for a, b in zip(gaps, gaps[1:])]
     assert ratios == pytest.approx([4, 4], rel=0.15)
 
@@ -106,7 +106,7 @@ def test_configuration_fields() -> None:
         Config(heads="oo", target="attention")
     with pytest.raises(ValueError, match=r"^heads: infinitely many heads \('oo'\) have a law but no finite sample"):
         config.sizes(1000)
-    assert derive(config.replace(beta=0)).moments(2) == [0, 0]  # Y = 0 at every H: the point mass at 0
+    assert AttentionLaw(config.replace(beta=0)).moments(2) == [0, 0]  # Y = 0 at every H: the point mass at 0
 
 
 def test_cli_derive_sample_and_verify(capsys: pytest.CaptureFixture[str]) -> None:

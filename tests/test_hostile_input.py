@@ -31,7 +31,7 @@ from gemhsa_sym.cli import main
 from gemhsa_sym.files import read_toml, write_atomic, write_atomic_with
 from gemhsa_sym.free.expressions.grammar import parse_polynomial
 from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
-from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.laws.spectral import spectral_law
 from gemhsa_sym.laws.tabulated import validated
 from gemhsa_sym.layer.config import Config
@@ -141,7 +141,7 @@ CASES: dict[str, Case] = {
     "n 1": Case(("sample", "single-head", "--n", "1"), 2, "gemhsa-sym sample: error: argument --n: must be an integer from 2"),
     "n 1e9": Case(("sample", "single-head", "--n", "1000000000"), 2, "gemhsa-sym sample: error: argument --n: must be an integer"),
     "n memory": Case(("sample", "single-head", "--n", "1000000"), 2, "gemhsa-sym: error: n: a draw needs about"),
-    "heads memory": Case(("sample", "mha", "--n", "300", "--set", "heads=1000000"), 2, "gemhsa-sym: error: d_k: heads * d_k / n"),
+    "heads memory": Case(("sample", "mha", "--n", "300", "--set", "heads=1000000", "--set", "d_k=1/4"), 2, "gemhsa-sym: error: d_k: heads * d_k / n"),
     "draws 0": Case(("sample", "single-head", "--n", "20", "--draws", "0"), 2, "gemhsa-sym sample: error: argument --draws: must be"),
     "draws negative": Case(("sample", "single-head", "--n", "20", "--draws", "-1"), 2, "gemhsa-sym sample: error: argument --draws: must be"),
     "seed negative": Case(("sample", "single-head", "--n", "20", "--seed", "-1"), 2, "gemhsa-sym sample: error: argument --seed: must be"),
@@ -329,7 +329,7 @@ API_CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
     "stieltjes nan": (lambda: _mp_law().stieltjes(np.array([np.nan])), ValueError, "w: points must be finite"),
     "quantile level": (lambda: _mp_law().quantile([-0.1]), ValueError, "q: quantile levels"),
     "quantile nan": (lambda: _mp_law().quantile([np.nan]), ValueError, "q: got NaN"),
-    "derive beta 50": (lambda: derive(Config(beta=50)), ValueError, "beta: at beta = 50"),
+    "derive beta 50": (lambda: AttentionLaw(Config(beta=50)), ValueError, "beta: at beta = 50"),
     "sample n 1": (lambda: sample(Config(), n=1), ValueError, "n: "),
     "sample memory": (lambda: sample(Config(), n=10**6), ValueError, "n: a draw needs about"),
     "sample draws": (lambda: sample(Config(), n=10, draws=0), ValueError, "draws: need an integer"),

@@ -25,7 +25,7 @@ from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, gaussians_of
 from gemhsa_sym.free.expressions.pencil import linearise
 from gemhsa_sym.free.expressions.system import dyson_system
 from gemhsa_sym.free.numeric.systems import DOUBLE
-from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.laws.spectral import spectral_law
 from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
 from gemhsa_sym.sampling.polynomial import evaluate, realise, sizes_at
@@ -43,7 +43,7 @@ def _agree_with_reduced(law) -> float:
 
 @pytest.mark.parametrize("name", sorted(BIDIRECTIONAL_PRESETS))
 def test_minimal_system_of_every_preset_equals_the_reduced_one(name: str) -> None:
-    assert _agree_with_reduced(derive(PRESETS[name])) <= CHECK_TOL
+    assert _agree_with_reduced(AttentionLaw(PRESETS[name])) <= CHECK_TOL
 
 
 @pytest.mark.parametrize("name", sorted(TEMPLATES))
@@ -52,7 +52,7 @@ def test_minimal_system_of_the_template_laws(name: str) -> None:
 
 
 def test_single_head_has_seven_unknowns_and_m_explicit() -> None:
-    law = derive(PRESETS["single-head"])
+    law = AttentionLaw(PRESETS["single-head"])
     minimal = law.minimal()
     assert len(law.system.unknowns) == 18 and len(minimal.unknowns) == 7
     assert dict(minimal.definitions)[minimal.output] == 1 / (sp.Symbol("w") - sp.Symbol("g_{v3,v3}"))
@@ -89,7 +89,7 @@ def test_feedback_set_is_a_minimum_on_random_graphs() -> None:
 
 
 def test_minimal_jacobian_and_w_derivative_match_finite_differences() -> None:
-    law = derive(PRESETS["single-head"])
+    law = AttentionLaw(PRESETS["single-head"])
     equations = MinimalEquations.build(law.minimal(), law.derivation.probe, DOUBLE)
     w = np.array([1.3 + 0.8j])
     c = np.array([[0.3 + 0.1j, -0.2 + 0.05j, 0.4 - 0.1j, 0.1 + 0.2j, -0.3 + 0.1j, 0.2 + 0.1j, 0.1 - 0.3j]])
@@ -144,7 +144,7 @@ def _finite_pencil_gap(polynomial, ratios, values, N: int = 40, w: complex = 1.3
 
 @pytest.mark.parametrize("name", ["single-head", "tied-kv", "mha", "residual", "correlated-kv", "attention-matrix"])
 def test_meanings_are_the_traces_of_the_finite_pencil_inverse(name: str) -> None:
-    law = derive(PRESETS[name])
+    law = AttentionLaw(PRESETS[name])
     count, gap = _finite_pencil_gap(law.polynomial, law.ratios, law.derivation.probe)
     assert count > 8 and gap < 1e-10
 

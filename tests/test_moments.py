@@ -19,7 +19,7 @@ from gemhsa_sym.free.equations.series import moment_series
 from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, dims_of
 from gemhsa_sym.free.expressions.pencil import linearise
 from gemhsa_sym.free.expressions.system import dyson_system
-from gemhsa_sym.laws.attention import BETA, derive
+from gemhsa_sym.laws.attention import BETA, AttentionLaw
 from gemhsa_sym.laws.spectral import spectral_law
 from gemhsa_sym.layer.equivalent import MU1, SIGMA
 from gemhsa_sym.layer.presets import PRESETS
@@ -88,7 +88,7 @@ def test_a_matrix_used_twice_with_its_transpose() -> None:
 
 @functools.cache
 def single_head():
-    return derive(PRESETS["single-head"])
+    return AttentionLaw(PRESETS["single-head"])
 
 
 def test_single_head_mean_is_two_beta_squared_plus_sigma_squared() -> None:
@@ -108,9 +108,9 @@ def test_exact_moments_agree_with_the_contour_integral_of_m() -> None:
 
 def test_heads_stay_symbolic_and_specialise_to_the_explicit_counts() -> None:
     H = sp.Symbol("H", positive=True, integer=True)
-    symbolic = derive(PRESETS["mha"], heads=H, values={"H": 4})
+    symbolic = AttentionLaw(PRESETS["mha"], heads=H, values={"H": 4})
     general = symbolic.moments(2, symbolic=True)
     assert H in general[1].free_symbols
     assert [sp.simplify(v.subs(H, 1) - w) for v, w in zip(general, single_head().moments(2, symbolic=True))] == [0, 0]
-    four = derive(PRESETS["mha"])
+    four = AttentionLaw(PRESETS["mha"])
     assert [sp.simplify(v.subs({H: 4, BETA: 1}) - w) for v, w in zip(general, four.moments(2))] == [0, 0]

@@ -19,7 +19,7 @@ from test_free_engine import PRODUCT_EDGES, REFERENCE, mp_law, product_law, refe
 from gemhsa_sym.cli import main
 from gemhsa_sym.export.document import document
 from gemhsa_sym.free.algebraic.polynomial_edges import polynomial_edges
-from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.layer.presets import PRESETS
 
 TOL = mpmath.mpf(10) ** -28
@@ -68,7 +68,7 @@ def test_a_point_inside_the_support_is_refused():
 
 
 def test_mha_edges_refined_on_p_are_its_classified_discriminant_edges():
-    law = derive(PRESETS["mha"])
+    law = AttentionLaw(PRESETS["mha"])
     refined = law.edges(30, method="polynomial")
     classified = law.algebraic_edges(30)
     assert classified is not None

@@ -95,6 +95,15 @@ def test_citations_resolve_in_the_repository() -> None:
     assert cited > 50
 
 
+def test_rooms_stay_small() -> None:
+    """Each folder of the package holds at most 15 modules and no module is over 400 lines (docs/architecture.md §7.1)."""
+    for folder in [PACKAGE, *(p for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__" and "records" not in p.parts)]:
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        assert len(modules) <= 15, folder
+    for path in PACKAGE.rglob("*.py"):
+        assert len(path.read_text(encoding="utf-8").splitlines()) <= 400, path
+
+
 def test_a_configuration_imports_nothing_of_the_engine() -> None:
     """The first stage is light: the public face and its Config load no module of the engine, the laws or the samplers,
     and not numba."""

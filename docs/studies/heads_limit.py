@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from gemhsa_sym.laws.attention import derive
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.layer.presets import PRESETS
 
 #: Points of the grid on which the two CDFs are compared.
@@ -27,12 +27,12 @@ GRID = 4001
 def figures(config_name: str, max_heads: int) -> dict:
     """The limit's and every H's second moment, top edge and KS distance to the limit."""
     config = PRESETS[config_name]
-    limit = derive(config.with_heads("oo"))
+    limit = AttentionLaw(config.with_heads("oo"))
     laws = {}
     start = time.perf_counter()
     heads = [2**k for k in range(int(np.log2(max_heads)) + 1)]
     for h in heads:
-        laws[h] = derive(config.with_heads(h))
+        laws[h] = AttentionLaw(config.with_heads(h))
     top = max(law.support()[-1][1] for law in [limit, *laws.values()])
     x = np.linspace(0.0, 1.01 * top, GRID)
     reference = limit.cdf(x)

@@ -156,7 +156,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, models: bool = False) 
     parser.add_argument("--beta", help="inverse temperature, overriding the config's (e.g. 1.5 or 3/2)")
     parser.add_argument(
         "--set", metavar="FIELD=VALUE", action="append", default=[],
-        help="override a configuration field, e.g. --set heads=8 --set share_k=all (repeatable)"
+        help="override a configuration field, e.g. --set heads=8 --set share_k=all (repeatable); heads keeps H d_k = d "
+             "where the configuration has it (d_k = d/H, d_v following), unless d_k is set too (docs/model.md)"
              + ("; of a polynomial model a ratio or a scale, e.g. --set dimensions.N2=3 --set gaussians.X1.scale=1/2" if models else ""),
     )
 

@@ -70,6 +70,7 @@ def _table(result: SweepResult) -> str:
         lines.append(f"Monte Carlo: n = {result.n}, {result.draws} draw(s) per point and model, seed {result.seed}")
     for point in result.points:
         lines.append(", ".join(f"{k}={v}" for k, v in point.values.items()))
+        lines.append(f"  that is {point.config.summary()}")
         for key in MC_KEYS:
             cells = [f"  {key:<9}"]
             if point.theory is not None:

@@ -111,8 +111,9 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
     else:
         out.append("No polynomial equation: " + escape(str(record.polynomial_reason or "not attempted")) + ".")
     out.append(r"\subsection*{Moments}")
+    out.append(r"$M_{k} = \int \lambda^{k}\, d\nu(\lambda)$, the moments of the law $\nu$ of the eigenvalues:")
     for k, m in enumerate(printed.moments, 1):
-        out.append(broken_sum(rf"\mu_{{{k}}}", m))
+        out.append(broken_sum(rf"M_{{{k}}}", m))
     out.append(r"\subsection*{Support edges and atoms}")
     edges = record.edges
     if edges:

@@ -1,4 +1,4 @@
-"""``derive(config)``: the limiting spectral law of a configuration's centered MHSA output."""
+"""The law of a configuration's centred MHSA output: a spectral law with its Gaussian-equivalence coefficients."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.equivalent import MU1, SIGMA, gaussian_equivalent
 from gemhsa_sym.layer.hermite import HermiteData, hermite_data
 
-__all__ = ["AttentionLaw", "BETA", "derive"]
+__all__ = ["AttentionLaw", "BETA"]
 
 #: The inverse temperature in symbolic moments.
 BETA = sp.Symbol("beta", real=True)
@@ -24,7 +24,7 @@ class AttentionLaw(SpectralLaw):
     """The law of the eigenvalues of Y_c^T Y_c / n (docs/model.md §1.1) with its derivation attached."""
 
     def __init__(self, config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None) -> None:
-        if config.mask != "none":
+        if config.mask_rule.causal:
             raise ValueError("mask: a causal layer's law is a CausalLaw (gemhsa_sym.law, docs/extensions.md §8.6), "
                              "not a spectral law of one polynomial")
         self.config = config
@@ -71,14 +71,3 @@ class AttentionLaw(SpectralLaw):
             return out
         sub = {MU1: h.mu1 / scale, SIGMA: sp.sqrt(h.sigma2)}
         return [sp.expand(m.subs(sub)) for m in out]
-
-
-
-def derive(config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None) -> AttentionLaw:
-    """Gaussian-equivalent model, reduced Dyson system and solution for ``config``.
-
-    ``heads`` overrides the number of heads and may be a SymPy symbol (then give
-    its value in ``values`` for numbers); the system's size does not depend on it
-    when heads are exchangeable (docs/equations.md §2.5).
-    """
-    return AttentionLaw(config, heads, values)

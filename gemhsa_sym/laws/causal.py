@@ -60,7 +60,7 @@ def causal_model(config: Config) -> ProfiledModel | MaskedScoresModel:
     """The model whose law is the causal layer's (module docstring), one per configuration so that its
     discretised systems are built once; NotImplementedError naming the field where the masked scores of
     ``config`` have no pencil."""
-    if config.mask != "causal":
+    if not config.mask_rule.causal:
         raise ValueError(f"mask: the causal law is asked of a causal layer; this configuration has mask = {config.mask!r}")
     coefficients = hermite_data(config.score, config.beta * config.score_scale, config.normalisation)
     if coefficients.mu1 != 0:
@@ -80,7 +80,7 @@ def _masked_scores(config: Config, mu1_squared: float, sigma2: float) -> MaskedS
               ("kv", config.kv != "independent", f"kv = {config.kv!r}"),
               ("output", config.output != "independent", f"output = {config.output!r}"),
               ("residual", config.residual is not None, "a residual stream"),
-              ("tokens", config.tokens != "gaussian" or config.token_covariance is not None, "these tokens")]
+              ("tokens", not config.token_rule.torch, "these tokens")]
     if not config.infinite_heads:
         fields += [(f"share_{x}", len({config.group_of(x, h) for h in range(config.heads)}) < config.heads,
                     f"shared W_{x.upper()}") for x in "qkv"]

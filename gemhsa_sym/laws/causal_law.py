@@ -46,7 +46,7 @@ class CausalLaw(Law):
     distribution function where it was solved before (a library record or a cache: ``origin`` says which)."""
 
     def __init__(self, config: Config, table: Distribution | None = None, tol: float = REPORT_TOL, origin: str = "solved") -> None:
-        if config.mask != "causal":
+        if not config.mask_rule.causal:
             raise ValueError(f"mask: a causal law is the law of a causal layer; this configuration has mask = {config.mask!r}")
         self.config, self.tol, self.origin = config, tol, origin
         self.model = causal_model(config)  # NotImplementedError naming the field where no equation is written

@@ -19,4 +19,4 @@ def law_of(source: Config | PolynomialModel) -> Law:
         return ModelLaw(source)
     if not isinstance(source, Config):
         raise TypeError(f"source: expected a Config or a PolynomialModel, got {type(source).__name__}")
-    return CausalLaw(source) if source.mask == "causal" else AttentionLaw(source)
+    return CausalLaw(source) if source.mask_rule.causal else AttentionLaw(source)

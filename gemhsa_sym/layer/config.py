@@ -23,7 +23,7 @@ from gemhsa_sym.files import is_model, read_toml
 from gemhsa_sym.layer.covariance import token_spectrum
 from gemhsa_sym.layer.dimensions import DIMENSIONS, dimension_ratios
 from gemhsa_sym.layer.hermite import NORMALISATIONS
-from gemhsa_sym.layer.modes import KV_MODES, OUTPUT_MODES, OUTPUT_RULES, VALUE_RULES
+from gemhsa_sym.layer.modes import KV_MODES, MASK_RULES, OUTPUT_MODES, OUTPUT_RULES, OUTPUT_SIDE, TARGET_RULES, TOKEN_RULES, VALUE_RULES
 from gemhsa_sym.layer.scores import get_score
 from gemhsa_sym.layer.sharing import INFINITE_HEADS, Partition, partition, partition_spec, sharing_keyword
 from gemhsa_sym.parse import integer_value, real_number
@@ -36,14 +36,6 @@ __all__ = [
 
 SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"}
 
-#: What a configuration asks the law of: the centred output, or the attention matrix of one head.
-TARGETS: tuple[str, ...] = ("output", "attention")
-#: How the tokens are drawn: iid Gaussian, or sqrt(d) times n rows of a Haar orthogonal matrix (docs/extensions.md §8.2).
-TOKENS: tuple[str, ...] = ("gaussian", "orthonormal", "covariance")
-#: Which keys a query sees: all n, or the keys j <= i of a decoder layer (docs/extensions.md §8.6).
-MASKS: tuple[str, ...] = ("none", "causal")
-#: Fields that only the output target uses, with their defaults (docs/extensions.md §8.1).
-_OUTPUT_SIDE: dict[str, Any] = {"kv": "independent", "rho": 0, "output": "independent", "residual": None}
 #: Most heads: sharing partitions are stored head by head.
 MAX_HEADS = 10**6
 
@@ -116,7 +108,7 @@ class Config:
         def put(key: str, value: Any) -> None:
             object.__setattr__(self, key, value)
 
-        if self.target == "attention":
+        if self.target in TARGET_RULES and not TARGET_RULES[self.target].output_side:
             given = [key for key in ("d_v", "d_out", "share_v") if getattr(self, key) is not None]
             if given:
                 raise ValueError(f"{given[0]}: an output-side field, not used with target = 'attention'")
@@ -136,26 +128,14 @@ class Config:
             raise ValueError(f"score: expected a score name, got {self.score!r}")
         get_score(self.score)
         for key, choices in (("normalisation", NORMALISATIONS), ("kv", KV_MODES), ("output", OUTPUT_MODES),
-                             ("target", TARGETS), ("tokens", TOKENS), ("mask", MASKS)):
+                             ("target", tuple(TARGET_RULES)), ("tokens", tuple(TOKEN_RULES)), ("mask", tuple(MASK_RULES))):
             if getattr(self, key) not in choices:
                 raise ValueError(f"{key}: unknown option {getattr(self, key)!r}; choose one of {', '.join(choices)}")
         if self.name is not None and not isinstance(self.name, str):
             raise ValueError(f"name: expected a string, got {self.name!r}")
-        if self.mask == "causal" and (self.target != "output" or self.normalisation != "row"):
-            raise ValueError("mask: a causal layer normalises row i over its i keys; it needs target = 'output' and "
-                             "normalisation = 'row'")
+        self.mask_rule.check(self)
         put("token_covariance", token_spectrum(self.tokens, self.token_covariance))
-        if self.token_covariance is not None and (OUTPUT_RULES[self.output].from_keys or self.residual is not None):
-            raise ValueError("tokens: with a token covariance the width d is split into blocks; the key-built output and "
-                             "the residual stream, which need d as one dimension, are not supported")
-        if self.tokens == "orthonormal":
-            if self.d < self.n:
-                raise ValueError(f"tokens: orthonormal tokens are n rows of a d x d orthogonal matrix, so n <= d; got d / n = {self.d}")
-            if OUTPUT_RULES[self.output].from_keys:
-                raise ValueError(f"tokens: with orthonormal tokens the output {self.output!r} ({OUTPUT_RULES[self.output].summary}) "
-                                 "is not independent of the keys X W_K; use output = 'independent'")
-            if self.residual is not None:
-                raise ValueError("tokens: the residual stream adds the tokens themselves, which are not Gaussian when orthonormal")
+        self.token_rule.check(self)
         if self.residual is not None:
             put("residual", real_number("residual", self.residual))
             if self.d_out != self.d:
@@ -184,8 +164,7 @@ class Config:
                 f"output: {self.output!r} ({output_rule.summary}) needs d_v == d_k and d_out == d, "
                 f"got d_k = {self.d_k}, d_v = {self.d_v}, d = {self.d}, d_out = {self.d_out}"
             )
-        if self.target == "attention":
-            self._check_attention_target()
+        self.target_rule.check(self)
 
     def _heads(self) -> int | str:
         """The number of heads, or "oo" (checked against the fields it does not allow)."""
@@ -207,14 +186,16 @@ class Config:
         """Whether this is the limit of infinitely many heads (docs/extensions.md §8.5)."""
         return self.heads == INFINITE_HEADS
 
+    token_rule = property(lambda self: TOKEN_RULES[self.tokens], doc="The entry of the tokens in the mode table.")
+    target_rule = property(lambda self: TARGET_RULES[self.target], doc="The entry of the target in the mode table.")
+    mask_rule = property(lambda self: MASK_RULES[self.mask], doc="The entry of the mask in the mode table.")
+
     @property
     def spectral_object(self) -> str:
         """What the law is the law of, in words (docs/model.md §1.1, docs/extensions.md §8.1, §8.4)."""
-        if self.target == "attention":
-            return "eigenvalues of n (A - J)^T (A - J), J = 11^T/n"
         if self.residual is not None:
             return "eigenvalues of R^T P R / n, R = X + alpha sqrt(n) Y, P = I - 11^T/n"
-        return "eigenvalues of Y_c^T Y_c / n"
+        return self.target_rule.spectral_object
 
     @property
     def score_scale(self) -> sp.Expr:
@@ -223,16 +204,6 @@ class Config:
         if self.token_covariance is None:
             return sp.Integer(1)
         return sum(v * w for v, w in self.token_covariance)
-
-    def _check_attention_target(self) -> None:
-        """The attention matrix of one head with row normalisation; no output-side field may be set."""
-        if self.heads != 1:
-            raise ValueError(f"target: 'attention' is the attention matrix of one head, got heads = {self.heads}")
-        if self.normalisation != "row":
-            raise ValueError("target: 'attention' needs row-normalised attention (A - 11^T/n has rows summing to 0)")
-        given = [key for key, default in _OUTPUT_SIDE.items() if getattr(self, key) != default]
-        if given:
-            raise ValueError(f"{given[0]}: an output-side field, not used with target = 'attention'")
 
     @classmethod
     def from_sizes(cls, n: int, d: int | None = None, d_k: int | None = None, d_v: int | None = None,
@@ -285,10 +256,17 @@ class Config:
     def replace(self, **changes: Any) -> Config:
         """A validated copy with ``changes``; string values are coerced (for ``--set field=value``).
 
-        Dimensions are ratios to n; ``n`` itself sets the token count ``size_n``.
-        When the result has tied or correlated keys and values and ``share_v``
-        is not changed, the values follow the keys' sharing.
+        Dimensions are ratios to n; ``n`` itself sets the token count ``size_n``. Changing ``heads`` without
+        ``d_k`` or ``d_v`` follows the one rule of :meth:`with_heads` (docs/model.md §1.3): where this
+        configuration has H d_k = d, the per-head widths follow. When the result has tied or correlated keys
+        and values and ``share_v`` is not changed, the values follow the keys' sharing.
         """
+        if "heads" in changes and not {"d_k", "d_v"} & set(changes):
+            return self.with_heads(changes["heads"])._replaced({key: value for key, value in changes.items() if key != "heads"})
+        return self._replaced(changes)
+
+    def _replaced(self, changes: dict[str, Any]) -> Config:
+        """:meth:`replace` with ``changes`` as given (the widths as they are)."""
         data = self.to_dict()
         if "n" in changes:
             changes = dict(changes)
@@ -315,7 +293,7 @@ class Config:
             for key in SHARING_FIELDS.values():
                 if not (key == "share_v" and VALUE_RULES[self.kv].follows_keys):
                     changes[key] = sharing_keyword(key, getattr(self, key), self.heads)
-        return self.replace(**changes)
+        return self._replaced(changes)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON- and TOML-able fields; exact numbers as strings (``"1/4"``); None, the default target and,
@@ -332,7 +310,7 @@ class Config:
         data |= {key: partition_spec(getattr(self, key), self.heads) for key in SHARING_FIELDS.values()}
         data |= {"kv": self.kv, "rho": str(self.rho), "output": self.output}
         if self.target != "output":
-            data = {key: value for key, value in data.items() if key not in (*_OUTPUT_SIDE, "d_v", "d_out", "share_v")}
+            data = {key: value for key, value in data.items() if key not in (*OUTPUT_SIDE, "d_v", "d_out", "share_v")}
             data["target"] = self.target
         if self.residual is not None:
             data["residual"] = str(self.residual)
@@ -395,15 +373,9 @@ class Config:
             parts.append(output_rule.summary)
         norm = "row-normalised" if self.normalisation == "row" else "unnormalised (/n)"
         parts.append(f"beta={self.beta}, {self.score}, {norm}")
-        if self.target == "attention":
-            parts = [p for p in parts if not p.startswith(("d_v=", "d_out="))] + ["target: the attention matrix sqrt(n) (A - J)"]
+        if not self.target_rule.output_side:
+            parts = [p for p in parts if not p.startswith(("d_v=", "d_out="))]
         if self.residual is not None:
             parts.append(f"residual stream R = X + alpha sqrt(n) Y with alpha={self.residual}")
-        if self.tokens == "covariance":
-            spectrum = ", ".join(f"{v} ({w})" for v, w in self.token_covariance)
-            parts.append(f"token covariance with eigenvalues (weights) {spectrum}")
-        elif self.tokens != "gaussian":
-            parts.append(f"{self.tokens} tokens")
-        if self.mask == "causal":
-            parts.append("causal mask: query i sees the keys j <= i")
-        return "; ".join(parts)
+        parts += [self.target_rule.summary, self.token_rule.summary(self), self.mask_rule.summary]
+        return "; ".join(part for part in parts if part)

@@ -106,7 +106,7 @@ def _tokens(config: Config, dims: dict[str, Dim], ratios: dict[Dim, sp.Expr]) ->
     """The :class:`_Tokens` of ``config``; new dimension groups (token blocks) are added to ``ratios``."""
     n, d, d_k, d_v = dims["n"], dims["d"], dims["d_k"], dims["d_v"]
     rule = VALUE_RULES[config.kv]
-    if config.tokens == "orthonormal":  # X W is iid Gaussian: Q, K, V directly
+    if config.token_rule.projected:  # X W is iid Gaussian: Q, K, V directly
         Q, K = Gaussian("Q", n, d_k), Gaussian("K", n, d_k)
         V = Gaussian("V", n, d_v) if rule.fresh else None
         return _Tokens((), (Q,), (K,), () if V is None else (V,), Q, K, rule.make(K, V, config.rho, _exact), None)
@@ -130,7 +130,7 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     """The polynomial of the module docstring for ``config`` (``heads`` may be a SymPy symbol; with infinitely
     many heads it is :data:`HEADS`, valued oo); a causal layer has none (docs/extensions.md §8.6) and is
     refused with the reason."""
-    if config.mask != "none":
+    if config.mask_rule.causal:
         raise NotImplementedError(
             "mask: the Gaussian equivalent of a causal layer masks its scores entrywise and normalises row i by 1/i, "
             "which no polynomial in Gaussian matrices expresses; its law is a model with variance profiles "
@@ -164,7 +164,7 @@ def gaussian_equivalent(config: Config, heads: int | sp.Symbol | None = None) ->
     out = output_rule.make(tokens.key_weight, WO, sp.sqrt(r["d"] / (H * ratios[d_v])), _exact)
     bracket = MU1 / sp.sqrt(ratios[d_k]) * tokens.Q * tokens.K.T + SIGMA * Z
     values, used = tokens.value, [n, d_k, *(g.cols for g in tokens.shared)]
-    if config.target == "attention":  # sqrt(n) (A - J): the bracket itself, one head (docs/extensions.md §8.1)
+    if not config.target_rule.output_side:  # sqrt(n) (A - J): the bracket itself, one head (docs/extensions.md §8.1)
         template, values, WO = bracket, (), None
     else:
         template = bracket * tokens.V * out

@@ -43,7 +43,7 @@ def _presets() -> dict[str, Config]:
 PRESETS: dict[str, Config] = _presets()
 #: The presets without a mask, whose laws are spectral laws with moments, edges and P(m, w) (the causal ones have
 #: none: docs/extensions.md §8.6).
-BIDIRECTIONAL_PRESETS: tuple[str, ...] = tuple(name for name, config in PRESETS.items() if config.mask == "none")
+BIDIRECTIONAL_PRESETS: tuple[str, ...] = tuple(name for name, config in PRESETS.items() if not config.mask_rule.causal)
 
 
 def read_input(path: str | Path) -> Config | PolynomialModel:

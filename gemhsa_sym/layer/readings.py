@@ -126,20 +126,12 @@ class AttentionLayer:
     def centred(self) -> bool:
         """Whether the draw's spectral object centres the output's columns (docs/model.md §1.1): yes for
         the output (and the residual stream), no for the attention matrix sqrt(n) (A - J)."""
-        return self.config.target != "attention"
+        return self.config.target_rule.output_side
 
     def draw_tokens(self, sizes: dict[str, int], rng: np.random.Generator) -> np.ndarray:
-        """Tokens X (n x d): iid N(0, 1), or sqrt(d) times n rows of a Haar orthogonal matrix (the Q factor
-        of a Gaussian d x n matrix with the signs of R's diagonal), or G Sigma^(1/2) with the width's
-        blocks scaled by the square roots of the covariance's eigenvalues (docs/extensions.md §8.2, §8.3)."""
-        n, d = sizes["n"], sizes["d"]
-        if self.config.tokens == "orthonormal":
-            q, r = np.linalg.qr(rng.standard_normal((d, n)))
-            return np.sqrt(d) * (q * np.sign(np.diag(r))).T
-        X = draw_tokens(sizes, rng)
-        for start, stop, root in self._blocks(d):
-            X[:, start:stop] *= root
-        return X
+        """Tokens X (n x d) as the tokens' entry of the mode table draws them (:data:`~.modes.TOKEN_RULES`: iid N(0, 1),
+        sqrt(d) times n rows of a Haar orthogonal matrix, or G Sigma^(1/2); docs/extensions.md §8.2, §8.3)."""
+        return self.config.token_rule.draw(sizes["n"], sizes["d"], self._blocks(sizes["d"]), rng)
 
     def _blocks(self, d: int) -> list[tuple[int, int, float]]:
         """(start, stop, sqrt(lambda)) of each block of the width under the token covariance (one block of 1)."""
@@ -163,7 +155,7 @@ class AttentionLayer:
             return Projection(tuple(rng.normal(0.0, d**-0.5, (d, columns)) for _ in partition), _group_index(partition, heads))
 
         query, key = draw("q", d_k), draw("k", d_k)
-        if config.target == "attention":  # the attention matrix has no values and no output
+        if not config.target_rule.output_side:  # the attention matrix has no values and no output
             return Weights(query, key, key, ())
         fresh = draw("v", d_v) if value_rule.fresh else None
         if not value_rule.follows_keys:
@@ -187,15 +179,15 @@ class AttentionLayer:
         these tokens and weights, with a fresh Z^h per head drawn from ``rng`` in head order)."""
         if model not in MODELS:
             raise ValueError(f"model: unknown model {model!r}; choose one of {', '.join(MODELS)}")
-        if model == "softmax" and self.config.target == "attention":
+        if model == "softmax" and not self.config.target_rule.output_side:
             return self._attention_matrix(weights, X)
         if model == "softmax":
             Y = self._softmax(weights, X)
             return Y if self.config.residual is None else X / np.sqrt(len(X)) + float(self.config.residual) * Y
         if rng is None:
             raise ValueError("rng: the Gaussian-equivalent model draws noise Z; pass a numpy Generator")
-        Y = self._causal_equivalent(weights, X, rng) if self.config.mask == "causal" else self._equivalent(weights, X, rng)
-        if self.config.mask == "causal" and self.config.residual is not None:
+        Y = self._causal_equivalent(weights, X, rng) if self.config.mask_rule.causal else self._equivalent(weights, X, rng)
+        if self.config.mask_rule.causal and self.config.residual is not None:
             return X / np.sqrt(len(X)) + float(self.config.residual) * Y
         return Y
 
@@ -224,11 +216,11 @@ class AttentionLayer:
         Y = np.zeros((len(X), weights.output[0].shape[1]))
         for h, w_o in enumerate(weights.output):
             s = queries[weights.query.group[h]] @ keys[weights.key.group[h]].T
-            if config.mask == "causal":  # query i sees the keys j <= i
+            if config.mask_rule.causal:  # query i sees the keys j <= i
                 s[np.triu_indices(len(s), 1)] = -np.inf
             if config.normalisation == "row" and score.shift_invariant:
                 s -= s.max(axis=1, keepdims=True)
-            f = score.numeric(s) if config.mask == "none" else np.tril(score.numeric(np.tril(s)))
+            f = score.numeric(s) if not config.mask_rule.causal else np.tril(score.numeric(np.tril(s)))
             head = f @ values[weights.value.group[h]]
             head /= f.sum(axis=1, keepdims=True) if config.normalisation == "row" else len(f)
             Y += head @ w_o
@@ -255,7 +247,7 @@ class AttentionLayer:
         are numpy arrays."""
         roles = self.equivalent.roles
         real = {roles["Z"]: noise}
-        if self.config.tokens == "orthonormal":  # the polynomial's Q, K, V are the projected tokens
+        if self.config.token_rule.projected:  # the polynomial's Q, K, V are the projected tokens
             real[roles["W_Q"][0]] = tokens @ weights.query.head(h)
             real[roles["W_K"][0]] = tokens @ weights.key.head(h)
             for V in roles["W_V"]:
@@ -293,7 +285,7 @@ class AttentionLayer:
         n = len(X)
         terms = self.ge_terms()
         tokens = X / np.sqrt(n)
-        Y = np.zeros((n, n if self.config.target == "attention" else weights.output[0].shape[1]))
+        Y = np.zeros((n, n if not self.config.target_rule.output_side else weights.output[0].shape[1]))
         for h in range(self.config.heads):
             real = self.ge_head(weights, h, tokens, self.ge_noise(n, rng))
             for c, factors in terms:

@@ -66,7 +66,7 @@ def verification(path: Path) -> dict[str, Any] | None:
 
 def causal_source(source: Any) -> Config | None:
     """The configuration of a causal layer, None for any other source (:func:`~gemhsa_sym.layer.presets.read_input`)."""
-    return source if isinstance(source, Config) and source.mask == "causal" else None
+    return source if isinstance(source, Config) and source.mask_rule.causal else None
 
 
 def library_law(name: str, folder: Path = LIBRARY) -> Law | None:

@@ -146,7 +146,8 @@ def _torch_backend() -> ModuleType:
 def torch_draws(config: Config) -> bool:
     """Whether the torch backend draws ``config``: the centred output of a bidirectional layer with Gaussian tokens
     and no residual stream."""
-    return config.target == "output" and config.tokens == "gaussian" and config.residual is None and config.mask == "none"
+    return (config.target_rule.output_side and config.token_rule.torch and config.residual is None
+            and not config.mask_rule.causal)
 
 
 def gram_spectrum(M: np.ndarray) -> np.ndarray:

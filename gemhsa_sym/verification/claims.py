@@ -13,7 +13,7 @@ are computed, never written in:
   probe point and, where both laws have exact moments, the moments are
   symbolically equal; "law changed" otherwise. Monte Carlo: KS between the two
   configurations' softmax samples beside the floor.
-- Head allocation: "narrows" when mu_2 and the top edge decrease strictly with H.
+- Head allocation: "narrows" when the second moment M_2 and the top edge decrease strictly with H.
 - Causal attention (docs/extensions.md §8.6): for the causal softmax layers (one head, four heads),
   KS(softmax, GE) against n and its fitted exponent, "shrinks" when the exponent is at most STALLED_EXPONENT and the gap
   falls from the smallest to the largest n; for every causal layer of the section (softmax by the
@@ -156,13 +156,13 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
 def _attention_section(result: ClaimsResult) -> list[str]:
     """The predecessor paper's claims on the attention matrix (arXiv 2510.06685): its law is not
     Marchenko–Pastur, and the right edge of its bulk lies beyond 4 v, v = e^{beta^2} - 1 the entry
-    variance (the edge of an iid matrix of that variance, whose mu_2 would be 2 v^2)."""
+    variance (the edge of an iid matrix of that variance, whose second moment M_2 would be 2 v^2)."""
     if not result.attention:
         return []
     lines = ["", "## The attention matrix (predecessor paper, arXiv 2510.06685)", "",
              "Law of the eigenvalues of n (A - J)^T (A - J), one softmax head, n = d = d_k. An iid matrix of entry",
-             "variance v = e^{beta^2} - 1 has Marchenko–Pastur law with mean v, mu_2 = 2 v^2 and top edge 4 v.", "",
-             "| beta | mean (theory) | v | mu_2 (theory) | 2 v^2 (MP) | top edge (theory) | 4 v (iid edge) | beyond |",
+             "variance v = e^{beta^2} - 1 has Marchenko–Pastur law with mean v, second moment M_2 = 2 v^2 and top edge 4 v.", "",
+             "| beta | mean (theory) | v | M_2 (theory) | 2 v^2 (MP) | top edge (theory) | 4 v (iid edge) | beyond |",
              "|---|---|---|---|---|---|---|---|"]
     beyond = []
     not_mp = []
@@ -174,7 +174,7 @@ def _attention_section(result: ClaimsResult) -> list[str]:
         lines.append(f"| {beta} | {mean:.6g} | {v:.6g} | {mu2:.6g} | {2 * v * v:.6g} | {top:.6g} | {4 * v:.6g} | "
                      f"{'yes' if beyond[-1] else 'NO'} |")
     lines += ["", f"Verdicts: the edge lies beyond 4 v at **{'every' if all(beyond) else 'not every'}** beta; the law is "
-              f"**{'not Marchenko–Pastur' if all(not_mp) else 'Marchenko–Pastur at some beta'}** (mu_2 or the edge differ "
+              f"**{'not Marchenko–Pastur' if all(not_mp) else 'Marchenko–Pastur at some beta'}** (M_2 or the edge differ "
               "from the iid matrix's by more than 0.1 %)."]
     if "attention-matrix" in result.comparisons:
         rows = result.comparisons["attention-matrix"]
@@ -286,7 +286,7 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
         f" Monte Carlo at n = {largest}: KS between the two",
         "configurations' softmax samples, beside the floor of the first.",
         "",
-        "| claim | configuration vs reference | theory verdict | max rel. diff of m(w) | mu_2 (theory) | "
+        "| claim | configuration vs reference | theory verdict | max rel. diff of m(w) | M_2 (theory) | "
         "exact moments equal | KS softmax vs softmax | floor | agrees with claim |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -311,9 +311,9 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
             "",
             "## Head allocation (H d_k = d) narrows the law",
             "",
-            f"Verdict: **{'narrows' if narrows else 'does not narrow'}** (mu_2 and the top edge decrease strictly with H).",
+            f"Verdict: **{'narrows' if narrows else 'does not narrow'}** (M_2 and the top edge decrease strictly with H).",
             "",
-            f"| preset | H | mu_1 (theory) | mu_2 (theory) | top edge (theory) | mu_2 softmax, n = {largest} (± se) | "
+            f"| preset | H | M_1 (theory) | M_2 (theory) | top edge (theory) | M_2 softmax, n = {largest} (± se) | "
             "largest eigenvalue softmax |",
             "|---|---|---|---|---|---|---|",
         ]

@@ -21,6 +21,7 @@ from gemhsa_sym.layer.sharing import INFINITE_HEADS
 from gemhsa_sym.parse import real_number
 from gemhsa_sym.verification.compare import VerifyResult
 from gemhsa_sym.verification.distances import clean
+from gemhsa_sym.verification.report import labels
 
 if TYPE_CHECKING:
     from gemhsa_sym.verification.sweep import SweepResult
@@ -77,7 +78,7 @@ def _plot_compact(result: VerifyResult, path: str | Path) -> None:
     """Three panels for the largest n: density over histogram (linear x, atoms as stems),
     the same per unit of log10 x, and the CDFs."""
     plt = _pyplot()
-    theory, comparison = result.theory, result.comparisons[-1]
+    theory, comparison, named = result.theory, result.comparisons[-1], labels(result.config)
     samples = {name: clean(comparison.samples[name]) for name in comparison.readings}
     total = {name: x.size for name, x in samples.items()}
     x_rho = theory.grid[(theory.grid > 0) & (theory.grid < theory.top_edge)]
@@ -93,7 +94,7 @@ def _plot_compact(result: VerifyResult, path: str | Path) -> None:
     for name, x in samples.items():
         counts, _ = np.histogram(x[x > 0], bins=bins)
         ax_lin.stairs(counts / (total[name] * np.diff(bins)), bins, color=COLOURS[name], alpha=0.8,
-                      label=f"{name} samples (KS {comparison.ks['theory_' + name]:.3g})")
+                      label=f"{named[name]} samples (KS {comparison.ks['theory_' + name]:.3g})")
     ax_lin.plot(x_rho, rho, color=COLOURS["theory"], lw=1.4, label="theory density")
     ax_lin.set_yscale("log")
     ax_lin.set_xlabel("eigenvalue $\\lambda$")
@@ -105,7 +106,7 @@ def _plot_compact(result: VerifyResult, path: str | Path) -> None:
         stems.stem([a["location"] for a in theory.atom_data], [a["mass"] for a in theory.atom_data],
                    linefmt="C3-", markerfmt="C3o", basefmt=" ", label="atoms (mass, right axis)")
         for name, info in comparison.atoms.items():
-            stems.plot([0.0], [info["fraction"]], marker="x", ls="", color=COLOURS[name], label=f"{name}: zero fraction")
+            stems.plot([0.0], [info["fraction"]], marker="x", ls="", color=COLOURS[name], label=f"{named[name]}: zero fraction")
         stems.set_ylim(0, 1.05)
         stems.set_ylabel("atom mass")
         stems.legend(loc="center right", fontsize=8)
@@ -118,7 +119,7 @@ def _plot_compact(result: VerifyResult, path: str | Path) -> None:
     for name, x in samples.items():
         counts, _ = np.histogram(np.log10(x[x > 0]), bins=log_bins)
         ax_log.stairs(counts / (total[name] * np.diff(log_bins)), 10**log_bins, color=COLOURS[name], alpha=0.8,
-                      label=f"{name} samples")
+                      label=f"{named[name]} samples")
     shown = x_rho >= low
     ax_log.plot(x_rho[shown], (x_rho * rho * np.log(10))[shown], color=COLOURS["theory"], lw=1.4,
                 label="theory $\\lambda\\,\\rho(\\lambda) \\ln 10$")
@@ -132,7 +133,7 @@ def _plot_compact(result: VerifyResult, path: str | Path) -> None:
     ax_cdf.plot(x_cdf, theory.cdf(x_cdf), color=COLOURS["theory"], lw=1.4, label="theory CDF")
     for name, x in samples.items():
         ax_cdf.step(x, np.arange(1, x.size + 1) / x.size, where="post", color=COLOURS[name], alpha=0.8,
-                    label=f"{name} empirical (W1 {comparison.w1['theory_' + name]:.3g})")
+                    label=f"{named[name]} empirical (W1 {comparison.w1['theory_' + name]:.3g})")
     ax_cdf.set_xscale("symlog", linthresh=low)
     ax_cdf.set_xlabel("eigenvalue $\\lambda$ (symmetric log scale)")
     ax_cdf.set_ylabel("$P(\\lambda' \\leq \\lambda)$")
@@ -151,12 +152,12 @@ def _iid_comparison(config: Any) -> bool:
 
 
 def plot_sweep(result: SweepResult, path: str | Path) -> None:
-    """mu_1, mu_2 and the top edge across the first varied parameter; one curve per value of the others (heads on a
+    """The moments M_1, M_2 and the top edge across the first varied parameter; one curve per value of the others (heads on a
     log axis, where a value oo, infinitely many heads, is a dashed horizontal line; for the attention matrix against
     beta, its top edge beside the iid edge 4 (e^(beta^2) - 1))."""
     plt = _pyplot()
     first = result.parameters[0]
-    quantities = [("mu_1", "$\\mu_1$"), ("mu_2", "$\\mu_2$"), ("top_edge", "top edge")]
+    quantities = [("M_1", "$M_1$ (mean)"), ("M_2", "$M_2$ (second moment)"), ("top_edge", "top edge")]
     fig, axes = plt.subplots(1, len(quantities), figsize=(5.5 * len(quantities), 4.8), layout="constrained")
     config = result.config
     others = result.parameters[1:]
@@ -185,7 +186,7 @@ def plot_sweep(result: SweepResult, path: str | Path) -> None:
                 ys = np.array([p.mc_value(name, key)[0] for p in points], dtype=float)
                 es = np.array([p.mc_value(name, key)[1] or 0.0 for p in points], dtype=float)
                 ax.errorbar(xs, ys, yerr=es, fmt=marker, ms=4, capsize=3, color=colour, alpha=0.8,
-                            mfc="none" if name == "ge" else colour, label=f"{name} {tag}".strip())
+                            mfc="none" if name == "ge" else colour, label=f"{labels(result.config)[name]} {tag}".strip())
         ax.set_xlabel(first)
         ax.set_ylabel(label)
         ax.set_yscale("log")
@@ -201,7 +202,7 @@ def _plot_tails(result: VerifyResult, path: str | Path) -> None:
     logarithmic x axis, and the tails P(lambda > x) on log-log axes (the samples alone where there is no law)."""
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    comparison, law = result.comparisons[-1], result.theory
+    comparison, law, named = result.comparisons[-1], result.theory, labels(result.config)
     if law is not None:
         F = np.asarray(law.cdf(law.grid))
         left.semilogx(law.grid, F, color=COLOURS["theory"], label="theory")
@@ -210,8 +211,8 @@ def _plot_tails(result: VerifyResult, path: str | Path) -> None:
         values = np.sort(comparison.samples[name], axis=None)
         x = values[values > 0]  # the rest is 0 up to rounding
         survival = 1 - (np.arange(1, x.size + 1) + values.size - x.size) / values.size
-        left.semilogx(x, 1 - survival, color=COLOURS[name], lw=0.8, label=f"{name}, n = {comparison.n}")
-        right.loglog(x[:-1], survival[:-1], color=COLOURS[name], lw=0.8, label=f"{name}, n = {comparison.n}")
+        left.semilogx(x, 1 - survival, color=COLOURS[name], lw=0.8, label=f"{named[name]}, n = {comparison.n}")
+        right.loglog(x[:-1], survival[:-1], color=COLOURS[name], lw=0.8, label=f"{named[name]}, n = {comparison.n}")
     tail = comparison.tails["theory"]
     left.set(xlabel="x", ylabel="F(x)", title="distribution function")
     right.set(xlabel="x", ylabel="P(lambda > x)", title="tail" if tail is None else f"tail (theory kappa = {tail:.2f})")

@@ -4,34 +4,38 @@ against n, for every law, with the rows the law answers (docs/verification.md §
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from gemhsa_sym.verification.compare import Comparison, VerifyResult
 from gemhsa_sym.verification.distances import HILL_FRACTION
 
-__all__ = ["LABELS", "format_report"]
+__all__ = ["format_report", "labels"]
 
-#: Column labels of the readings in the report.
-LABELS = {"softmax": "softmax", "ge": "GE", "polynomial": "MC"}
+
+def labels(source: Any) -> dict[str, str]:
+    """What each reading is called in reports and figures: the real layer by its score (its JSON key stays ``softmax``,
+    docs/exports.md §5.4), its Gaussian equivalent ``GE``, a polynomial model's own samples ``MC``."""
+    return {"softmax": getattr(source, "score", "layer"), "ge": "GE", "polynomial": "MC"}
 
 
 def _fmt(value: float | None, spec: str = ".4g") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _scaling_header(key: str) -> str:
+def _scaling_header(key: str, names: dict[str, str]) -> str:
     """The column of a series of :meth:`VerifyResult.scaling`."""
     if key.startswith("ks_theory_"):
-        return f"KS th-{LABELS[key.removeprefix('ks_theory_')]}"
-    return {"ks_softmax_ge": "KS softmax-GE", "ks_floor": "floor"}.get(key, "outliers")
+        return f"KS th-{names[key.removeprefix('ks_theory_')]}"
+    return {"ks_softmax_ge": f"KS {names['softmax']}-GE", "ks_floor": "floor"}.get(key, "outliers")
 
 
 def _distances(c: Comparison, names: tuple[str, ...], labels: list[str]) -> list[str]:
-    """KS (and W1 where the law answers it) of the theory to each set, the floor, and softmax to GE."""
-    columns = [(f"theory-{LABELS[name]}", c.ks[f"theory_{name}"], None if c.w1 is None else c.w1[f"theory_{name}"])
-               for name in names] if c.ks is not None else []
+    """KS (and W1 where the law answers it) of the theory to each set, the floor, and the real layer to GE."""
+    columns = [(f"theory-{label}", c.ks[f"theory_{name}"], None if c.w1 is None else c.w1[f"theory_{name}"])
+               for name, label in zip(names, labels)] if c.ks is not None else []
     columns.append((f"floor ({labels[-1]}-{labels[-1]})", c.floor["ks"], c.floor["w1"]))
     if c.softmax_ge is not None:
-        columns.append(("softmax-GE", c.softmax_ge["ks"], c.softmax_ge["w1"]))
+        columns.append((f"{labels[0]}-GE", c.softmax_ge["ks"], c.softmax_ge["w1"]))
     widths = [max(12, len(header) + 2) for header, _, _ in columns]
     lines = [f"{'distance':<10}" + "".join(f"{column[0]:>{w}}" for column, w in zip(columns, widths))]
     for row, key in ((1, "KS"), (2, "W1")):
@@ -46,7 +50,7 @@ def _moments_and_edges(c: Comparison, names: tuple[str, ...], labels: list[str])
         lines.append(f"{'moment':<8}{'theory':>14}" + "".join(f" {label:>12} {'± se':>10}" for label in labels) + "  exact")
         for moments in zip(*(c.moments[name] for name in names)):
             first = moments[0]
-            lines.append(f"mu_{first['k']:<5}{first['theory']:>14.6g}"
+            lines.append(f"M_{first['k']:<6}{first['theory']:>14.6g}"
                          + "".join(f" {m['samples']:>12.6g} {_fmt(m['se']):>10}" for m in moments)
                          + f"  {first['exact'] or '(numeric)'}")
     if c.edges is None:
@@ -95,7 +99,7 @@ def _atoms(result: VerifyResult, c: Comparison, names: tuple[str, ...], labels: 
 
 def format_report(result: VerifyResult) -> str:
     """The comparison as a plain-text table, largest n first in detail, then KS against n."""
-    config, lines = result.config, []
+    config, lines, named = result.config, [], labels(result.config)
     lines.append(f"config   {config.name or 'configuration'}: {config.summary()}")
     if result.drawn is not None:
         lines.append(f"drawn    {result.drawn.summary()} (the samples' distance to the limit law includes its finite H)")
@@ -109,19 +113,19 @@ def format_report(result: VerifyResult) -> str:
                 lines.append(f"theory   no {query}: {why}")
         lines.append(f"theory   achieved error of the cdf {law.error:.1e}")
     for c in result.comparisons:
-        names, labels = c.readings, [LABELS[name] for name in c.readings]
+        names, shown = c.readings, [named[name] for name in c.readings]
         lines += ["", f"n = {c.n}, {c.draws} draw(s), seed {result.seed}; {result.config.spectral_object}"]
-        lines += _distances(c, names, labels)
-        lines += _moments_and_edges(c, names, labels)
-        lines += _quantiles_and_tails(c, names, labels)
-        lines.append(_atoms(result, c, names, labels))
+        lines += _distances(c, names, shown)
+        lines += _moments_and_edges(c, names, shown)
+        lines += _quantiles_and_tails(c, names, shown)
+        lines.append(_atoms(result, c, names, shown))
         lines.append("timing   " + ", ".join(f"{key} {value:.1f}" for key, value in c.timing.items()))
     scaling = result.scaling()
     if scaling is not None:
         keys = [key for key in scaling if key != "n" and not key.endswith("_exponent")]
-        widths = [max(9, len(_scaling_header(key)) + 2) for key in keys]
+        widths = [max(9, len(_scaling_header(key, named)) + 2) for key in keys]
         lines.append("")
-        lines.append(f"{'n':>8}" + "".join(f"{_scaling_header(key):>{w}}" for key, w in zip(keys, widths)))
+        lines.append(f"{'n':>8}" + "".join(f"{_scaling_header(key, named):>{w}}" for key, w in zip(keys, widths)))
         for i, n in enumerate(scaling["n"]):
             lines.append(f"{n:>8}" + "".join(f"{scaling[key][i]:>{w}.4g}" if key.startswith("ks") else f"{scaling[key][i]:>{w}}"
                                              for key, w in zip(keys, widths)))

@@ -28,7 +28,7 @@ __all__ = ["SweepPoint", "SweepResult", "parse_vary", "sweep", "vary_config"]
 #: Most values of one varied parameter.
 MAX_POINTS = 1000
 #: Monte Carlo summaries of a draw: the first four moments and the largest eigenvalue.
-MC_KEYS: tuple[str, ...] = ("mu_1", "mu_2", "mu_3", "mu_4", "top_edge")
+MC_KEYS: tuple[str, ...] = ("M_1", "M_2", "M_3", "M_4", "top_edge")
 
 
 def parse_vary(spec: str) -> tuple[str, list[str]]:
@@ -53,11 +53,8 @@ def parse_vary(spec: str) -> tuple[str, list[str]]:
 
 
 def vary_config(config: Config | PolynomialModel, changes: dict[str, str]) -> Config | PolynomialModel:
-    """``config`` with ``changes``; changing ``heads`` keeps H d_k = d (and d_v = d_k) when the config has it.
-    A polynomial model takes ``dimensions.NAME`` and ``gaussians.NAME.scale`` (:meth:`PolynomialModel.replace`)."""
-    changes = dict(changes)
-    if isinstance(config, Config) and "heads" in changes and not {"d_k", "d_v"} & set(changes):
-        config = config.with_heads(changes.pop("heads"))
+    """``config`` with ``changes`` (:meth:`Config.replace`: changing ``heads`` keeps H d_k = d, and d_v = d_k, where the
+    config has it). A polynomial model takes ``dimensions.NAME`` and ``gaussians.NAME.scale`` (:meth:`PolynomialModel.replace`)."""
     return config.replace(**changes) if changes else config
 
 
@@ -78,14 +75,14 @@ class SweepPoint:
     mc: dict[str, np.ndarray] | None
 
     def theory_value(self, key: str) -> float:
-        """mu_k or the top edge of the law (NoAnswer, with the reason, where the law has none)."""
+        """The moment M_k or the top edge of the law (NoAnswer, with the reason, where the law has none)."""
         if self.theory is None:
             raise ValueError("theory: this sweep ran without theory")
         if key == "top_edge":
             self.theory.edges()  # NoAnswer where the law has no edges
             return self.theory.top_edge
         self.theory.moments(1)  # NoAnswer where the law has no moments
-        return self.theory.moment_data[int(key[3:]) - 1]["float"]
+        return self.theory.moment_data[int(key[2:]) - 1]["float"]
 
     def mc_value(self, model: str, key: str) -> tuple[float, float | None]:
         """Mean over draws and its standard error (None for one draw); top_edge is the largest eigenvalue."""

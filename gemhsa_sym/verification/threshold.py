@@ -120,7 +120,7 @@ def threshold(config: Config, betas: list[str], n: list[int], draws: int = 2, se
     """:func:`~.compare.verify` of ``config`` at every beta of ``betas`` (exact text, e.g. "3/2") and every
     n, all with ``seed`` (so the tokens and weights of a draw are the same at every beta), on ``executor``.
     Refuses a causal layer (its Gaussian equivalent is not its law, docs/extensions.md §8.6)."""
-    if config.mask != "none":
+    if config.mask_rule.causal:
         raise ValueError("mask: the threshold needs a layer whose law is its Gaussian equivalent's; a causal layer's is not")
     if not betas:
         raise ValueError("beta: need at least one value")
