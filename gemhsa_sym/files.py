@@ -9,6 +9,7 @@ user's path and the option it came from, never the temporary file.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 import tomllib
 from collections.abc import Callable
@@ -22,13 +23,33 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
+def _mode(target: str) -> int:
+    """The permissions a new file gets (0666 less the umask, as every tool's), or those of the file it replaces."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_atomic_with(path: str | Path, writer: Callable[[IO[bytes]], Any], field: str = "out") -> None:
-    """Call ``writer`` on a binary temporary file in the folder of ``path``, then rename it to ``path``.
+    """Call ``writer`` on a binary temporary file in the folder of ``path``, then rename it to ``path``, with the
+    permissions of :func:`_mode`. A path that exists and is not a regular file (``/dev/null``, a pipe) is written
+    through, never renamed over.
 
     ValueError naming ``field`` and ``path`` when it cannot be written; the temporary
     file is removed whatever goes wrong, KeyboardInterrupt included.
     """
     target = os.path.abspath(path)
+    if os.path.exists(target) and not os.path.isfile(target) and not os.path.isdir(target):
+        try:
+            with open(target, "wb") as fh:
+                writer(fh)
+        except OSError as exc:
+            raise ValueError(f"{field}: cannot write {path}: {_reason(exc)}") from None
+        return
+    mode = _mode(target)
     try:
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tmp")
     except OSError as exc:
@@ -36,6 +57,7 @@ def write_atomic_with(path: str | Path, writer: Callable[[IO[bytes]], Any], fiel
     try:
         with os.fdopen(fd, "wb") as fh:
             writer(fh)
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except OSError as exc:
         raise ValueError(f"{field}: cannot write {path}: {_reason(exc)}") from None
@@ -66,17 +88,25 @@ def check_writable(path: str | Path, field: str) -> None:
 
 
 def check_folder(path: str | Path, field: str) -> None:
-    """ValueError naming ``field`` unless ``path`` is a writable folder or can be made one."""
-    target = Path(path)
-    if target.exists():
-        if not target.is_dir():
-            raise ValueError(f"{field}: {path!r} is a file, not a folder")
-        if not os.access(target, os.W_OK | os.X_OK):
-            raise ValueError(f"{field}: the folder {path!r} is not writable")
-        return
-    parent = next((p for p in target.absolute().parents if p.exists()), None)
-    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{field}: cannot make the folder {path!r} (no writable folder above it)")
+    """ValueError naming ``field`` unless ``path`` is a folder that takes a file: tried with a file that is removed at
+    once, in the folder made for the try where it is missing and removed again (permissions alone do not tell: /proc is
+    'writable' to root)."""
+    target = Path(path).absolute()
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"{field}: {path!r} is a file, not a folder")
+    missing = [p for p in (target, *target.parents) if not p.exists()]
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=target):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{field}: cannot write in the folder {str(path)!r}: {_reason(exc)}") from None
+    finally:
+        for folder in missing:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
 
 
 def read_text(path: str | Path, field: str) -> str:

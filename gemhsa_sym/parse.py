@@ -37,6 +37,11 @@ MAX_TEXT = 200
 MAX_INTEGER = 10**12
 #: Largest |numerator| and |denominator| of an exponent that is applied exactly.
 MAX_EXPONENT = 1000
+#: Largest size of the exponent of a decimal literal (1e100 is the largest power of ten; the exact value of 1e-250
+#: would print with 250 digits, which no field keeps).
+MAX_DECIMAL_EXPONENT = 100
+#: Most bits of the numerator or denominator of an exact rational built on the way (2^4096 is about 1e1233).
+MAX_BITS = 4096
 
 _CONSTANTS: dict[str, tuple[sp.Expr, float]] = {
     "pi": (sp.pi, math.pi),
@@ -71,8 +76,13 @@ def _literal(node: ast.Constant, text: str) -> tuple[sp.Expr, float]:
         raise _Refused(f"{value!r} is not a number")
     if isinstance(value, int):
         return sp.Integer(value), float(value) if abs(value) < 2**1023 else math.inf
-    segment = ast.get_source_segment(text, node) or repr(value)
-    exact = Fraction(segment.replace("_", ""))
+    segment = (ast.get_source_segment(text, node) or repr(value)).replace("_", "")
+    mantissa, _, power = segment.lower().partition("e")
+    if power and (not power.lstrip("+-").isdigit() or len(power.lstrip("+-")) > 4 or abs(int(power)) > MAX_DECIMAL_EXPONENT):
+        raise _Refused(f"{segment} is out of range: the decimal exponent is at most {MAX_DECIMAL_EXPONENT} in size")
+    if len(mantissa) > 60:
+        raise _Refused(f"{segment[:20]}... has more digits than a number of this engine keeps (60)")
+    exact = Fraction(segment)
     return sp.Rational(exact.numerator, exact.denominator), value
 
 
@@ -86,6 +96,9 @@ def _power(base: tuple[sp.Expr, float], exponent: tuple[sp.Expr, float]) -> tupl
         raise _Refused("the exponent is not finite")
     if base[1] == 0 and exponent[1] < 0:
         raise _Refused("division by zero")
+    b = base[0]
+    if b.is_Rational and e.is_Rational and max(abs(b.p).bit_length(), b.q.bit_length()) * abs(e.p) / e.q > MAX_BITS:
+        raise _Refused(f"the power is too large to build exactly (more than {MAX_BITS} bits)")
     try:
         approx = math.pow(base[1], exponent[1])
     except OverflowError:

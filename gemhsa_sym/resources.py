@@ -9,12 +9,13 @@ instead of letting the machine swap or the process be killed.
 from __future__ import annotations
 
 import os
+import resource
 
 __all__ = ["available_memory", "check_memory", "human_bytes"]
 
 
-def available_memory() -> int | None:
-    """Bytes of memory available to new allocations (Linux MemAvailable), or None where unknown."""
+def _machine_memory() -> int | None:
+    """Bytes of this machine's memory available to new allocations (Linux MemAvailable), or None where unknown."""
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
@@ -26,6 +27,26 @@ def available_memory() -> int | None:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def _address_space_left() -> int | None:
+    """Bytes this process may still map under its address-space limit (``ulimit -v``, RLIMIT_AS), or None without one."""
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            mapped = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        return max(soft - mapped, 0)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new allocations: the machine's, or less where the process has an address-space
+    limit (RLIMIT_AS); None where neither is known."""
+    known = [b for b in (_machine_memory(), _address_space_left()) if b is not None]
+    return min(known) if known else None
 
 
 def human_bytes(count: float) -> str:

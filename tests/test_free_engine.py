@@ -530,9 +530,13 @@ def test_product_atom():
     assert atom.location == 0 and atom.exact == R(1, 2) and abs(atom.mass - 0.5) <= 1e-12
 
 
-def test_density_at_the_atom_is_refused_with_the_reason():
-    with pytest.raises(BranchError, match="pole of m"):
-        product_law().density(np.array([0.0, 1.0]))
+def test_density_at_the_atom_answers_the_continuous_part_and_the_other_points():
+    """At 0, where m has a pole (the atom 1/2 of the product law), the density is that of the continuous part, 0 below
+    its lower edge 0.0559; the other points are answered as on their own."""
+    law = product_law()
+    both = law.density(np.array([0.0, 1.0]))
+    assert both[0] == 0.0 and both[1] == law.density(np.array([1.0]))[0]
+    assert law.edges(dps=16)[0].location > 0.05
 
 
 def test_product_stieltjes_solves_the_reference_cubic():

@@ -39,7 +39,8 @@ from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.presets import PRESETS
 from gemhsa_sym.parse import parse_number
 from gemhsa_sym.sampling.executors import open_executor
-from gemhsa_sym.sampling.sampler import sample
+from gemhsa_sym.sampling.sampler import SampleResult, sample
+from gemhsa_sym.verification.sweep import parse_vary
 
 #: Seconds a failing case may take beyond a bare ``gemhsa-sym presets``.
 SLACK = 4.0
@@ -94,7 +95,13 @@ CASES: dict[str, Case] = {
     "heads 0": Case(("derive", "mha", "--heads", "0"), 2, "gemhsa-sym derive: error: argument --heads: must be an integer from 1"),
     "heads too many": Case(("derive", "mha", "--heads", "10000000"), 2, "gemhsa-sym derive: error: argument --heads: must be an integer"),
     "set heads too many": Case(("derive", "single-head", "--set", "heads=10000000"), 2, "gemhsa-sym: error: heads: at most 1000000 heads"),
-    "d 1e300": Case(("derive", "single-head", "--set", "d=1e300"), 2, "gemhsa-sym: error: d: d / n = 1e+300 is outside"),
+    "d 1e300": Case(("derive", "single-head", "--set", "d=1e300"), 2, "gemhsa-sym: error: d: cannot read '1e300' as a number: 1e300 is out of range"),
+    "d 1e99": Case(("derive", "single-head", "--set", "d=1e99"), 2, "gemhsa-sym: error: d: d / n = 1e+99 is outside"),
+    "beta exponent of a billion": Case(("derive", "single-head", "--beta", "1e999999999"), 2,
+                                       "gemhsa-sym: error: beta: cannot read '1e999999999' as a number: 1e999999999 is out of range: the decimal exponent"),
+    "beta 1e-250": Case(("derive", "single-head", "--beta", "1e-250"), 2, "gemhsa-sym: error: beta: cannot read '1e-250' as a number: 1e-250 is out of range"),
+    "beta nested powers": Case(("derive", "single-head", "--beta", "((2/3)**1000)**1000"), 2,
+                               "gemhsa-sym: error: beta: cannot read '((2/3)**1000)**1000' as a number: the power is too large to build"),
     "d division by zero": Case(("derive", "single-head", "--set", "d=1/0"), 2, "gemhsa-sym: error: d: cannot read '1/0' as a number: division by zero"),
     "d zero": Case(("derive", "single-head", "--set", "d=0"), 2, "gemhsa-sym: error: d: must be positive"),
     "d irrational": Case(("derive", "single-head", "--set", "d=sqrt(2)"), 2, "gemhsa-sym: error: d: a dimension ratio must be rational"),
@@ -194,7 +201,15 @@ CASES: dict[str, Case] = {
                               files=(("lib/m.toml", _model("X * X")),)),
     "model unknown dimension": Case(("derivations", "--check", "--dir", "{dir}/lib"), 2, "gemhsa-sym: error: gaussians.X.cols: expected one of",
                                     files=(("lib/m.toml", _model("X").replace(b'cols = "d"', b'cols = "q"')),)),
+    "model fullwidth name": Case(("derive", "{dir}/m.toml"), 2, "gemhsa-sym: error: gaussians.\uff58: a matrix name must be an ASCII identifier",
+                                 files=(("m.toml", 'polynomial = "x * x"\n[dimensions]\nn = "1"\n[gaussians.x]\nrows = "n"\ncols = "n"\n'
+                                                   '[gaussians."\uff58"]\nrows = "n"\ncols = "n"\nscale = "1/100"\n'.encode()),)),
+    "polynomial fullwidth": Case(("derive", "{dir}/m.toml"), 2, "gemhsa-sym: error: polynomial: cannot read",
+                                 files=(("m.toml", _model("X * \uff38.T")),)),
+    "fill cache in /proc": Case(("derivations", "--fill-cache", "--cache", "/proc/gemhsa-sym-cache"), 2,
+                                "gemhsa-sym: error: cache: cannot write in the folder '/proc/gemhsa-sym-cache'"),
     # --- valid edge cases: answered, not refused ----------------------------------------------
+    "latex to /dev/null": Case(("derive", "marchenko-pastur", "--latex", "/dev/null"), 0, ""),
     "beta 0 is the point mass": Case(("derive", "single-head", "--beta", "0", "--dps", "5"), 0, ""),
 }
 
@@ -289,6 +304,12 @@ n, d = Dim("n"), Dim("d")
 X = Gaussian("X", n, d)
 
 
+def _not_a_sample() -> Path:
+    """An .npz file that is not a sample (written in the case's folder)."""
+    np.savez("other.npz", a=np.zeros(3))
+    return Path("other.npz")
+
+
 def _mp_law() -> Any:
     return spectral_law(X, {n: 1, d: sp.Rational(1, 2)})
 
@@ -306,7 +327,17 @@ def _cache_entry(**changes: Any) -> dict[str, Any]:
 API_CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
     "config beta injection": (lambda: Config(beta=INJECT), ValueError, "beta: cannot read"),
     "config escape": (lambda: Config(d=ESCAPE), ValueError, "d: cannot read"),
-    "config d 1e300": (lambda: Config(d="1e300"), ValueError, "d: d / n = 1e+300"),
+    "config d 1e300": (lambda: Config(d="1e300"), ValueError, "d: cannot read '1e300' as a number: 1e300 is out of range"),
+    "config d 1e99": (lambda: Config(d="1e99"), ValueError, "d: d / n = 1e+99"),
+    "parse exponent of ten million": (lambda: parse_number("1e9999999", "beta"), ValueError, "beta: cannot read '1e9999999' as a number: 1e9999999 is out of range"),
+    "heads not an integer": (lambda: AttentionLaw(PRESETS["mha"], heads=2.5), ValueError, "heads: expected an integer"),
+    "contour points 0": (lambda: _mp_law().numeric_moments(2, points=0), ValueError, "points: the contour rule needs an integer"),
+    "covariance pairs of text": (lambda: Config(tokens="covariance", token_covariance=(("1", "x"),)), ValueError,
+                                 "token_covariance[0].weight: cannot read"),
+    "covariance not pairs": (lambda: Config(tokens="covariance", token_covariance=(1.0,)), ValueError, "token_covariance: expected (value, weight) pairs"),
+    "npz not a sample": (lambda: SampleResult.load_npz(_not_a_sample()), ValueError, "path: "),
+    "vary nothing": (lambda: parse_vary("beta= , ,"), ValueError, "vary: no value in"),
+    "vary reversed": (lambda: parse_vary("beta=1:0:3"), ValueError, "vary: expected A <= B"),
     "config heads": (lambda: Config(heads=10**7), ValueError, "heads: at most"),
     "config share string": (lambda: Config(heads=4, share_k=["0123"]), ValueError, "share_k: each head group"),
     "config nan": (lambda: Config(beta=float("nan")), ValueError, "beta: must be finite"),
@@ -397,3 +428,33 @@ def test_a_cache_entry_is_read_only_through_its_validation(tmp_path: Path) -> No
     others = {entry_file(tmp_path, "theory", 4, config.to_dict(), False), entry_file(tmp_path, "causal", 4, config.to_dict(), True),
               entry_file(tmp_path, "theory", 5, config.to_dict(), True)}
     assert path not in others and len(others) == 3
+
+
+def test_a_device_is_written_through_never_replaced(tmp_path: Path) -> None:
+    """An output path that is not a regular file (/dev/null) is written through, never renamed over; a file is created
+    with the permissions the umask gives (not 0600)."""
+    import stat
+
+    assert main(["derive", "marchenko-pastur", "--latex", "/dev/null"]) == 0
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    old = os.umask(0o022)
+    try:
+        assert main(["derive", "marchenko-pastur", "--latex", str(tmp_path / "mp.tex")]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "mp.tex").st_mode) == 0o644
+
+
+def test_the_kernel_cache_falls_back_to_a_temporary_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A system-wide install run by a user without a writable home: numba gets a folder of the temporary directory
+    instead of refusing to compile ("no locator available"); a writable place, or NUMBA_CACHE_DIR, is left to numba."""
+    import tempfile
+
+    from gemhsa_sym.free.numeric.kernel import cache_folder
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    nowhere = cache_folder(tmp_path / "package", tmp_path / "home", writable=lambda folder: False)
+    assert nowhere is not None and nowhere.parent == Path(tempfile.gettempdir())
+    assert cache_folder(tmp_path / "package", tmp_path / "home", writable=lambda folder: folder.name == "home") is None
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert cache_folder(tmp_path / "package", tmp_path / "home", writable=lambda folder: False) is None

@@ -77,7 +77,24 @@ def test_compare_reports_outliers_atoms_and_moments(law_and_theory, draws) -> No
     assert c.atoms["ge"]["fraction"] == 0.5 and abs(c.atoms["ge"]["theory_fraction"] - 0.5) < 1e-9
     mean = np.mean(draws["ge"], axis=1)
     first = c.moments["ge"][0]
-    assert first["samples"] == pytest.approx(mean.mean()) and first["se"] == pytest.approx(mean.std(ddof=1) / 2**0.5)
+    assert first["samples"] == pytest.approx(mean.mean()) and first["se"] is None and first["z"] is None  # 2 draws: no error bar
     top = c.edges["ge"][-1]
     assert top["side"] == "upper" and top["bulk_extreme"] == pytest.approx(draws["ge"].max())
     assert 0 < c.floor["ks"] < 0.1 and c.ks["theory_ge"] < 0.05
+
+
+def test_error_bars_need_five_draws_and_exponents_three_points() -> None:
+    """A standard error over draws is given from 5 draws on (the sd of k draws is uncertain by 1/sqrt(2 (k - 1))), and a
+    fitted exponent of n has an error only from three n on (any power law fits two points)."""
+    from gemhsa_sym.verification.distances import MIN_DRAWS, mean_over_draws, power_fit
+
+    values = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert MIN_DRAWS == 5 and mean_over_draws(values[:4]) == (2.5, None)
+    assert mean_over_draws(values) == pytest.approx((3.0, values.std(ddof=1) / 5**0.5))
+    n = np.array([500.0, 1000.0, 2000.0, 4000.0])
+    exact = power_fit(n, 3 * n**-0.5)
+    assert exact["exponent"] == pytest.approx(-0.5) and exact["error"] == pytest.approx(0, abs=1e-12) and exact["points"] == 4
+    noisy = power_fit(n, 3 * n**-0.5 * np.array([1.1, 0.9, 1.05, 0.95]))
+    slope = np.polyfit(np.log(n), np.log(3 * n**-0.5 * np.array([1.1, 0.9, 1.05, 0.95])), 1)[0]
+    assert noisy["exponent"] == pytest.approx(slope) and 0.01 < noisy["error"] < 0.2
+    assert power_fit(n[:2], [0.02, 0.01])["error"] is None

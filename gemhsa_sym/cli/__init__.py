@@ -18,6 +18,8 @@ import warnings
 from collections.abc import Sequence
 from typing import NoReturn
 
+from gemhsa_sym import progress
+
 #: Sub-command modules; each defines ``register(subparsers)``.
 COMMANDS: tuple[str, ...] = ("presets", "sample", "derive", "derivations", "verify", "sweep", "threshold", "claims")
 #: Exit statuses: bad input, a computation that failed, an interrupt.
@@ -115,6 +117,7 @@ def _main(argv: Sequence[str] | None) -> int:
             raise
         return _interrupted()
     try:
+        progress.configure(getattr(args, "quiet", False))
         return int(args.run(args) or 0)
     except KeyboardInterrupt:
         return _interrupted()

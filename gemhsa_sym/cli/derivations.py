@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from gemhsa_sym.cli.common import MAX_JOBS, check_outputs, integer
+from gemhsa_sym.library import LIBRARY
 from gemhsa_sym.library.check import check, fill_cache, write, write_verifications
 from gemhsa_sym.sampling.executors import open_executor
 
@@ -40,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mode.add_argument("--write", action="store_true", help="regenerate and overwrite the .json and .tex files")
     mode.add_argument("--verify", action="store_true", help="run the Monte Carlo and write NAME.verify.json and the .tex files")
     mode.add_argument("--fill-cache", action="store_true", help="check the committed causal laws and keep them in --cache DIR")
-    parser.add_argument("--dir", default="derivations", help="the library folder (default: derivations)")
+    parser.add_argument("--dir", default=str(LIBRARY), help="the library folder (default: the library shipped with the package, "
+                        "which is the repository's derivations/ folder in a checkout)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="only these derivations (file names without .toml)")
     parser.add_argument("--jobs", type=integer("jobs", 1, MAX_JOBS), default=1, help="local worker processes for --verify (default 1)")
     parser.add_argument("--cache", metavar="DIR", help="folder where causal laws are kept: --write and --verify read a law "

@@ -43,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--grid", metavar="A:B:K", type=grid, help="density table on K points from A to B")
     parser.add_argument("--dps", type=digits, default=30, help=f"digits of the support edges, 1 to {MAX_DPS} (default 30)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (shown on a terminal: the kernel's "
+                        "first compile, the elimination and discriminant with their time limits, the continuation, a "
+                        "causal law's levels; GEMHSA_SYM_PROGRESS=lines shows them anywhere)")
     parser.add_argument("--full", action="store_true",
                         help="print the reduced Dyson system and P(m, w) in full instead of the short summary")
     parser.add_argument("--latex", metavar="FILE", help="write a standalone LaTeX document of the derivation")
@@ -92,9 +95,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
         return 0
     print(f"configuration: {config.name or args.config}: {config.summary()}")
+    print(f"the law of {config.statement}")
     if isinstance(law, AttentionLaw):
         print(f"coefficients: mu_1 = {law.coefficients.mu1}, sigma^2 = {law.coefficients.sigma2}")
-    print(f"model: Y = {law.model}")
+    print(f"model: Y = {law.model}" + ("  (the engine's normalisation: every Gaussian N(0, scale/n); the scores' 1/sqrt(d_k) "
+                                        "is the factor 1/sqrt(d_k/n) of mu_1)" if isinstance(law, AttentionLaw) else ""))
     if args.full:
         print(f"reduced Dyson system:\n{law.system}")
     else:
@@ -132,6 +137,7 @@ def _run_causal(args: argparse.Namespace, config: Config, law: CausalLaw, start:
         print(json.dumps(report, indent=2))
         return 0
     print(f"configuration: {config.name or args.config}: {config.summary()}")
+    print(f"the law of {report['statement']}")
     coefficients = report["coefficients"]
     print(f"coefficients: c_0 = {coefficients['c0']}, mu_1 = {coefficients['mu1']}, sigma^2 = {coefficients['sigma2']}")
     print(f"model: {report['model']}; {report['profile']}")

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from gemhsa_sym.export.document import escape
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.statement import statement_latex
 
 __all__ = ["causal_document"]
 
@@ -31,6 +33,7 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
     """A standalone LaTeX document of a causal law's record, with the figures of a ``verification`` record (the JSON
     of ``gemhsa-sym verify`` for a causal layer) when given."""
     tex = record["latex"]
+    statement = statement_latex(Config.from_dict(record["config"]))
     masked = len(tex["equations"]) > 1
     below, mass = record["mass_below_grid"]
     out = [
@@ -39,7 +42,8 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
         r"\usepackage[margin=1.5cm]{geometry}",
         r"\begin{document}",
         rf"\section*{{Limiting spectral law of a causal layer: {_text(record['name'] or 'configuration')}}}",
-        r"{\raggedright\noindent " + _text(_summary(record)) + r"\par}",
+        r"{\raggedright\noindent " + _text(_summary(record)) + ". The law of " + statement.partition(": ")[0].partition(", of $Y")[0]
+        + r" (in full in the appendix).\par}",
         r"\subsection*{Gaussian-equivalence coefficients}",
         r"\begin{gather*}" + r",\quad ".join(tex["coefficients"]) + r"\end{gather*}",
         r"\subsection*{Causal Gaussian equivalent}",
@@ -80,7 +84,8 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
     if verification is not None:
         checks.append(_monte_carlo(verification))
     out += [r"\subsection*{How it was checked}", "; ".join(checks) + ".",
-            r"\section*{Appendix}", r"\subsection*{Configuration}", r"\begin{verbatim}", record["config_toml"].strip(),
+            r"\section*{Appendix}", r"\subsection*{The spectral object}", r"{\raggedright The law of " + statement + r".\par}",
+            r"\subsection*{Configuration}", r"\begin{verbatim}", record["config_toml"].strip(),
             r"\end{verbatim}", r"\end{document}", ""]
     return "\n".join(out)
 

@@ -12,6 +12,8 @@ from gemhsa_sym.export.exact import from_table, from_tree
 from gemhsa_sym.export.latex import WIDTH, broken_sum, collected_terms, packed, printed_width, terms_of
 from gemhsa_sym.export.record import LawRecord
 from gemhsa_sym.free.algebraic.elimination import M
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.statement import statement_latex
 
 __all__ = ["document", "escape"]
 
@@ -56,6 +58,15 @@ def _equation_latex(g: sp.Symbol, f: sp.Expr, meaning: str, heads: str) -> list[
     return [sp.latex(g), terms_of(sp.expand(num - g * den)), meaning, heads]
 
 
+def _statement(record: LawRecord) -> str | None:
+    """What the law is the law of, as LaTeX: printed from the configuration (:func:`~gemhsa_sym.layer.statement.statement_latex`),
+    or a model's statement as text."""
+    config = getattr(record, "config", None)
+    if config:
+        return statement_latex(Config.from_dict(config))
+    return None if record.statement is None else escape(record.statement)
+
+
 class _Printed:
     """The formulas of a record's exact parts (:class:`~.record.ExactParts`) printed by SymPy's LaTeX printer, now."""
 
@@ -87,8 +98,10 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
         r"\begin{document}",
         rf"\section*{{Limiting spectral law: {escape(record.name or 'polynomial model')}}}",
     ]
+    statement = _statement(record)
     if record.summary:
-        out.append(r"{\raggedright\noindent " + escape(record.summary) + r"\par}")
+        short = "" if statement is None else " The law of " + statement.partition(": ")[0].partition(", of $Y")[0] + " (in full in the appendix)."
+        out.append(r"{\raggedright\noindent " + escape(record.summary) + "." + short + r"\par}")
     if tex.coefficients:
         out += [r"\subsection*{Gaussian-equivalence coefficients}", packed(tex.coefficients)]
     out += [
@@ -137,6 +150,10 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
     out += [r"\section*{Appendix}"]
     if config_toml:
         out += [r"\subsection*{Configuration}", r"\begin{verbatim}", config_toml.strip(), r"\end{verbatim}"]
+    if statement is not None:
+        out += [r"\subsection*{The spectral object}", r"{\raggedright The law of " + statement + "." + (
+            r" In the engine's normalisation (the model above), every Gaussian matrix has $N(0, \mathrm{scale}/n)$ entries, so "
+            r"that the scores' $1/\sqrt{d_k}$ is the factor $1/\sqrt{d_k/n}$ of $\mu_1$ in $Y$." if config_toml else "") + r"\par}"]
     if printed.minimal and any(_long(meaning) for _, _, meaning, _ in printed.minimal):
         out += [r"\subsection*{The unknowns of the minimal system}", *_meanings(printed.minimal)]
     if printed.definitions:

@@ -11,12 +11,12 @@ of short equations are packed greedily into lines (docs/exports.md §5.2).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import sympy as sp
 
-__all__ = ["WIDTH", "broken_sum", "collected_terms", "packed", "printed_width", "terms_of"]
+__all__ = ["WIDTH", "aligned_system", "broken_sum", "collected_terms", "packed", "printed_width", "terms_of"]
 
 #: Printed characters of mathematics per line (11pt article with 2 cm margins holds about 75).
 WIDTH = 62
@@ -105,3 +105,14 @@ def packed(items: Iterable[str], width: int = WIDTH) -> str:
     if current:
         lines.append(current)
     return "\\begin{gather*}\n" + " \\\\\n".join(lines) + "\n\\end{gather*}" if lines else ""
+
+
+def aligned_system(model: Any, minimal: Any, meanings: Mapping[sp.Symbol, Any], pencil: Any) -> str:
+    """The model, the minimal system (docs/equations.md §2.7) with the meaning of each of its unknowns (§2.8), and
+    m(w), as one aligned block of mathematics (a law's ``_repr_latex_`` in a notebook)."""
+    rows = [rf"Y &= {sp.latex(model)}", r"G(w) &= (w - Y^{T} Y)^{-1}"]
+    said = {c: meanings[c].latex(pencil).replace("\\allowbreak ", "") for c, _ in minimal.equations}
+    rows += [rf"{sp.latex(c)} &= {sp.latex(f)} &&\text{{where }} {sp.latex(c)} = {said[c]}" for c, f in minimal.equations]
+    rows += [rf"{sp.latex(d)} &= {sp.latex(f)}" for d, f in minimal.definitions]
+    rows.append(rf"m(w) &= {sp.latex(minimal.output)}")
+    return r"$\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}$"

@@ -34,8 +34,8 @@ from gemhsa_sym.free.numeric.results import Atom, Edge, EdgeClassification
 __all__ = ["AttentionRecord", "ExactParts", "LatexParts", "LawRecord", "PolynomialInfo", "atom_entry", "build_record", "edge_entry",
            "moment_entry", "record_from_json", "system_entry"]
 
-#: What P(m, w) is a polynomial equation for.
-VARIABLES = "P(m, w) = 0, m(w) = (1/q) tr (w - Y^T Y)^{-1}"
+#: What P(m, w) is a polynomial equation for; {q} is the dimension of Y^T Y.
+VARIABLES = "P(m, w) = 0, m(w) = (1/q) tr (w - Y^T Y)^{{-1}} with q = {q}, the number of columns of Y (the engine's Y, below)"
 
 
 def edge_entry(edge: Edge, dps: int | None, refined: bool = True) -> dict[str, Any]:
@@ -67,7 +67,7 @@ class PolynomialInfo:
     symbolic: list[str]
     substituted: dict[str, str]
     backend: str
-    variables: str = VARIABLES
+    variables: str = ""
     method: str | None = None
 
 
@@ -133,6 +133,8 @@ class LawRecord:
     system: dict[str, Any] = field(default_factory=dict)
     #: The configuration or the model in one line (as ``gemhsa-sym presets`` prints it)
     summary: str | None = None
+    #: What the law is the law of, with every normalisation (``Config.statement``, docs/model.md §1.1)
+    statement: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON types, the name first."""
@@ -238,6 +240,7 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         polynomial_reason=elimination.reason,
         polynomial_info=PolynomialInfo(elimination.degree_m, elimination.degree_w, [str(v) for v in elimination.symbolic],
                                        {str(k): str(v) for k, v in elimination.substituted.items()}, elimination.backend,
+                                       VARIABLES.format(q=derivation.q),
                                        method=None if elimination.polynomial is None else elimination.method),
         edge_method="discriminant" if classified is not None else (
             "polynomial" if fold and all(e.method == "polynomial" for e in fold) else "continuation"),

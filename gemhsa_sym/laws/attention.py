@@ -13,6 +13,7 @@ from gemhsa_sym.laws.spectral import RecordEdges, SpectralLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.equivalent import MU1, SIGMA, gaussian_equivalent
 from gemhsa_sym.layer.hermite import HermiteData, hermite_data
+from gemhsa_sym.parse import integer_value
 
 __all__ = ["AttentionLaw", "BETA"]
 
@@ -24,6 +25,8 @@ class AttentionLaw(SpectralLaw):
     """The law of the eigenvalues of Y_c^T Y_c / n (docs/model.md §1.1) with its derivation attached."""
 
     def __init__(self, config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None) -> None:
+        if heads is not None and not isinstance(heads, sp.Symbol) and integer_value("heads", heads) < 1:
+            raise ValueError(f"heads: a number of heads is a positive integer or a SymPy symbol, got {heads!r}")
         if config.mask_rule.causal:
             raise ValueError("mask: a causal layer's law is a CausalLaw (gemhsa_sym.law, docs/extensions.md §8.6), "
                              "not a spectral law of one polynomial")
@@ -56,7 +59,8 @@ class AttentionLaw(SpectralLaw):
         latex = dataclasses.replace(base.latex, coefficients=[*formula, rf"\mu_{{1}} = {sp.latex(c.mu1)}",
                                                               rf"\sigma^{{2}} = {sp.latex(c.sigma2)}"])
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
-        return AttentionRecord(**{**fields, "latex": latex, "name": self.config.name, "summary": self.config.summary()},
+        return AttentionRecord(**{**fields, "latex": latex, "name": self.config.name, "summary": self.config.summary(),
+                                  "statement": self.config.statement},
                                config=self.config.to_dict(), config_toml=self.config.to_toml(), coefficients=c.as_dict())
 
     def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:

@@ -120,6 +120,7 @@ def causal_report(config: Config, grid: np.ndarray | None = None, law: Distribut
     top = law.x[-max(2, len(law.x) // 5):]
     report: dict[str, Any] = {
         "config": config.to_dict(),
+        "statement": config.statement,
         "coefficients": {"c0": str(coefficients.c0), "mu1": str(coefficients.mu1), "sigma2": str(coefficients.sigma2)},
         **_description(model),
         "left_out": "the uniform causal part c_0 C V W_O, C_ij = 1/i on j <= i (its effect fades with n, docs/extensions.md §8.6)",

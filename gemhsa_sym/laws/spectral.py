@@ -28,6 +28,7 @@ import sympy as sp
 from sympy.matrices.expressions import MatrixExpr
 
 from gemhsa_sym.export.document import document
+from gemhsa_sym.export.latex import aligned_system
 from gemhsa_sym.export.record import LawRecord, build_record
 from gemhsa_sym.free.algebraic.elimination import Elimination, M, eliminate
 from gemhsa_sym.free.algebraic.polynomial_edges import polynomial_edges
@@ -45,6 +46,7 @@ from gemhsa_sym.laws.protocol import Law, check_points
 from gemhsa_sym.laws.solver import BranchSolver, ValueMethod
 from gemhsa_sym.laws.support import SupportScan, atom_at_zero, fold_edges, scan_support, top_of_support
 from gemhsa_sym.laws.tabulated import PROBES, TabulatedLaw, tabulate
+from gemhsa_sym.progress import stage
 from gemhsa_sym.sampling.polynomial import sample_polynomial
 
 __all__ = ["RecordEdges", "SpectralLaw", "spectral_law"]
@@ -129,9 +131,19 @@ class SpectralLaw(Law):
         return solver.stieltjes(w) if dps is None else self._solvers["dyson"].stieltjes_mp(w, check_dps(dps))
 
     def density(self, x: Any, dps: int | None = None, method: ValueMethod | None = None) -> Any:
-        """-Im m(x + i0)/pi for real x (array in double, or mpmath at ``dps``)."""
+        """-Im m(x + i0)/pi for real x (array in double, or mpmath at ``dps``). At x = 0, where m has a pole when the law
+        has an atom there, the density of the continuous part is answered as its limit from the right: inf at a hard
+        edge (the density diverges), 0 otherwise."""
         if dps is None:
-            return self.solver(method).density(check_points(x))
+            xa = check_points(x)
+            zero = xa == 0
+            if not np.any(zero):
+                return self.solver(method).density(xa)
+            out = np.zeros(xa.shape)
+            out[~zero] = self.solver(method).density(xa[~zero])
+            lowest = self.edges(dps=16)[:1]
+            out[zero] = np.inf if lowest and float(lowest[0].location) == 0 and lowest[0].hard else 0.0
+            return out if out.ndim else float(out)
         m = self.stieltjes(x, dps=dps)
         with mpmath.workdps(dps):
             if np.ndim(x) == 0:
@@ -157,7 +169,11 @@ class SpectralLaw(Law):
         return self._cached(("top",), lambda: top_of_support(self._solvers["dyson"]))
 
     def _scan(self) -> SupportScan:
-        return self._cached(("scan",), lambda: scan_support(self._solvers["dyson"], self._top()))
+        def scan() -> SupportScan:
+            with stage("following the physical branch over the support"):
+                return scan_support(self._solvers["dyson"], self._top())
+
+        return self._cached(("scan",), scan)
 
     def support(self) -> list[tuple[float, float]]:
         """Support intervals of the continuous part, edges in double precision."""
@@ -225,6 +241,8 @@ class SpectralLaw(Law):
         converges like (edge/R)^points (m is analytic outside the support)."""
         if k < 1:
             raise ValueError("k: need at least one moment")
+        if isinstance(points, bool) or not isinstance(points, int) or points < 8:
+            raise ValueError(f"points: the contour rule needs an integer of at least 8 points, got {points!r}")
         if self.zero:
             return np.zeros(k)
         theta = np.pi * (np.arange(points // 2) + 0.5) / (points // 2)
@@ -242,7 +260,8 @@ class SpectralLaw(Law):
                 self._eliminations[key] = Elimination(M * W - 1, None, 1, 1, (), {}, {}, {}, "exact", 0.0)
             else:
                 solutions = self._solvers["dyson"].solutions()
-                self._eliminations[key] = eliminate(self.system, self.values, solutions, key[0], backend)
+                with stage(f"eliminating P(m, w) (at most {key[0]:g} s per attempt)"):
+                    self._eliminations[key] = eliminate(self.system, self.values, solutions, key[0], backend)
         return self._eliminations[key]
 
     def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0,
@@ -261,7 +280,8 @@ class SpectralLaw(Law):
                 return EdgeClassification((), (), (), (), sp.Integer(1))
             if elimination.polynomial is None:
                 return None
-            return classify_edges(self._solvers["dyson"].density, self.scale, elimination, key[1], limit)
+            with stage(f"classifying the real roots of P's discriminant (at most {limit:g} s)"):
+                return classify_edges(self._solvers["dyson"].density, self.scale, elimination, key[1], limit)
 
         found = self._cached(key, classify)
         return None if found is None else dataclasses.replace(
@@ -319,13 +339,7 @@ class SpectralLaw(Law):
         each of its unknowns (§2.8), and m(w), as one aligned block of mathematics."""
         if self.zero:
             return self.derivation._repr_latex_()
-        minimal, meaning = self.minimal(), self.meanings()
-        rows = [rf"Y &= {sp.latex(self.model)}", r"G(w) &= (w - Y^{T} Y)^{-1}"]
-        said = {c: meaning[c].latex(self.pencil).replace("\\allowbreak ", "") for c, _ in minimal.equations}
-        rows += [rf"{sp.latex(c)} &= {sp.latex(f)} &&\text{{where }} {sp.latex(c)} = {said[c]}" for c, f in minimal.equations]
-        rows += [rf"{sp.latex(d)} &= {sp.latex(f)}" for d, f in minimal.definitions]
-        rows.append(rf"m(w) &= {sp.latex(minimal.output)}")
-        return r"$\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}$"
+        return aligned_system(self.model, self.minimal(), self.meanings(), self.pencil)
 
     def sample(self, N: int, seed: int = 0, draws: int = 1) -> np.ndarray:
         """Eigenvalues of Y^T Y for finite Gaussian matrices at sizes ratio * N (one row per draw)."""

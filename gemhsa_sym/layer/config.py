@@ -26,6 +26,7 @@ from gemhsa_sym.layer.hermite import NORMALISATIONS
 from gemhsa_sym.layer.modes import KV_MODES, MASK_RULES, OUTPUT_MODES, OUTPUT_RULES, OUTPUT_SIDE, TARGET_RULES, TOKEN_RULES, VALUE_RULES
 from gemhsa_sym.layer.scores import get_score
 from gemhsa_sym.layer.sharing import INFINITE_HEADS, Partition, partition, partition_spec, sharing_keyword
+from gemhsa_sym.layer.statement import ratio_text, statement
 from gemhsa_sym.parse import integer_value, real_number
 
 __all__ = [
@@ -38,12 +39,6 @@ SHARING_FIELDS: dict[str, str] = {"q": "share_q", "k": "share_k", "v": "share_v"
 
 #: Most heads: sharing partitions are stored head by head.
 MAX_HEADS = 10**6
-
-
-def _ratio_text(ratio: sp.Rational) -> str:
-    """``n/4``-style text for a dimension ratio to n."""
-    numerator = "n" if ratio.p == 1 else f"{ratio.p}n"
-    return numerator if ratio.q == 1 else f"{numerator}/{ratio.q}"
 
 
 @dataclass(frozen=True)
@@ -189,6 +184,11 @@ class Config:
     token_rule = property(lambda self: TOKEN_RULES[self.tokens], doc="The entry of the tokens in the mode table.")
     target_rule = property(lambda self: TARGET_RULES[self.target], doc="The entry of the target in the mode table.")
     mask_rule = property(lambda self: MASK_RULES[self.mask], doc="The entry of the mask in the mode table.")
+
+    @property
+    def statement(self) -> str:
+        """The spectral object in full, with every normalisation (:func:`~gemhsa_sym.layer.statement.statement`)."""
+        return statement(self)
 
     @property
     def spectral_object(self) -> str:
@@ -354,7 +354,7 @@ class Config:
     def summary(self) -> str:
         """One line describing the layer, built from the fields."""
         ratios = self.ratios()
-        parts = [f"H={self.heads}"] + [f"{key}={'d/H' if ratios[key] is None else _ratio_text(ratios[key])}"
+        parts = [f"H={self.heads}"] + [f"{key}={'d/H' if ratios[key] is None else ratio_text(ratios[key])}"
                                        for key in DIMENSIONS[1:]]
         shared: dict[str, list[str]] = {}
         for which, key in SHARING_FIELDS.items():

@@ -22,7 +22,10 @@ def token_spectrum(tokens: str, given: Any) -> tuple[tuple[sp.Expr, sp.Expr], ..
     if given is None:
         raise ValueError("token_covariance: tokens = 'covariance' needs [token_covariance] with values and weights")
     if isinstance(given, tuple):
-        pairs = given
+        if not all(isinstance(pair, tuple) and len(pair) == 2 for pair in given) or not given:
+            raise ValueError("token_covariance: expected (value, weight) pairs, or a table with the lists values and weights")
+        pairs = tuple((real_number(f"token_covariance[{k}].value", v), real_number(f"token_covariance[{k}].weight", w))
+                      for k, (v, w) in enumerate(given))
     else:
         if not isinstance(given, Mapping) or set(given) != {"values", "weights"}:
             raise ValueError("token_covariance: expected a table with the lists values and weights")

@@ -37,6 +37,8 @@ class ValueRule:
     make: Callable[[Any, Any, sp.Expr, Number], Any]
     summary: str
     uses_rho: bool = False
+    #: The summary as LaTeX (for documents)
+    latex: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,20 +50,24 @@ class OutputRule:
     from_keys: bool
     make: Callable[[Any, Any, sp.Expr, Number], Any]
     summary: str
+    #: The summary as LaTeX (for documents)
+    latex: str = ""
 
 
 VALUE_RULES: dict[str, ValueRule] = {
     "independent": ValueRule(True, False, lambda key, fresh, rho, number: fresh, ""),
-    "tied": ValueRule(False, True, lambda key, fresh, rho, number: key, "W_V = W_K"),
+    "tied": ValueRule(False, True, lambda key, fresh, rho, number: key, "W_V = W_K", latex=r"$W_V^{h} = W_K^{h}$"),
     "correlated": ValueRule(
         True, True, lambda key, fresh, rho, number: number(rho) * key + number(sp.sqrt(1 - rho**2)) * fresh,
         "W_V = rho W_K + sqrt(1-rho^2) W'", uses_rho=True,
+        latex=r"$W_V^{h} = \rho W_K^{h} + \sqrt{1 - \rho^{2}}\, W'^{h}$, $W'^{h}$ with $N(0, 1/d)$ entries",
     ),
 }
 
 OUTPUT_RULES: dict[str, OutputRule] = {
     "independent": OutputRule(True, False, lambda key, fresh, scale, number: fresh, ""),
-    "keys": OutputRule(False, True, lambda key, fresh, scale, number: number(scale) * key.T, "W_O^h = W_K^hT (rescaled)"),
+    "keys": OutputRule(False, True, lambda key, fresh, scale, number: number(scale) * key.T, "W_O^h = W_K^hT (rescaled)",
+                       latex=r"$W_O^{h} = \sqrt{d / (H d_v)}\, W_K^{hT}$"),
 }
 
 #: The choices of ``kv`` and ``output``.

@@ -65,15 +65,16 @@ def _declared(data: Mapping[str, Any]) -> tuple[dict[Dim, sp.Expr], dict[str, Ga
         raise ValueError("gaussians: expected a table of Gaussian matrices")
     dims, ratios = {}, {}
     for name, value in data["dimensions"].items():
-        if not name.isidentifier():
-            raise ValueError(f"dimensions.{name}: a dimension name must be an identifier")
+        if not name.isidentifier() or not name.isascii():
+            raise ValueError(f"dimensions.{name}: a dimension name must be an ASCII identifier")
         dims[name] = Dim(name)
         ratios[dims[name]] = _positive(f"dimensions.{name}", value)
     gaussians = {}
     for name, spec in data["gaussians"].items():
         where = f"gaussians.{name}"
-        if not name.isidentifier() or name in ("T", "pi", "E"):
-            raise ValueError(f"{where}: a matrix name must be an identifier other than T, pi, E")
+        if not name.isidentifier() or not name.isascii() or name in ("T", "pi", "E"):
+            raise ValueError(f"{where}: a matrix name must be an ASCII identifier other than T, pi, E (names are compared as "
+                             "written; Python's parser would fold a fullwidth x into x)")
         if not isinstance(spec, Mapping):
             raise ValueError(f"{where}: expected a table with rows, cols and an optional scale")
         extra = sorted(set(spec) - set(GAUSSIAN_FIELDS))
@@ -131,6 +132,11 @@ class PolynomialModel:
     def infinite_heads(self) -> bool:
         """False: a polynomial model is drawn as it is (a configuration may be a limit of infinitely many heads)."""
         return False
+
+    @property
+    def statement(self) -> str:
+        """The spectral object in full: the polynomial, its sizes and the entries' variances."""
+        return f"the {self.spectral_object}, of Y = {self.data['polynomial']}"
 
     @property
     def spectral_object(self) -> str:

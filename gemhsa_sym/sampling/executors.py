@@ -24,6 +24,9 @@ from typing import Any
 
 from tqdm import tqdm
 
+from gemhsa_sym.progress import enabled as progress_shown
+from gemhsa_sym.progress import lines, note
+
 __all__ = ["SCHEDULER_TIMEOUT", "LocalPool", "Task", "local_workers", "open_executor", "run_tasks", "show_progress"]
 
 #: A task: a picklable module-level function and its arguments.
@@ -155,25 +158,34 @@ def open_executor(jobs: int = 1, scheduler: str | None = None,
 
 
 def show_progress(quiet: bool) -> bool:
-    """Progress bars go to stderr, only when it is a terminal and not ``quiet``."""
-    return not quiet and sys.stderr.isatty()
+    """Progress goes to stderr where :mod:`gemhsa_sym.progress` shows it (a terminal, or ``GEMHSA_SYM_PROGRESS=lines``)
+    and not ``quiet``."""
+    return not quiet and progress_shown()
 
 
 def run_tasks(tasks: Sequence[Task], executor: Executor | None = None, progress: bool = False,
               desc: str = "tasks") -> list[Any]:
-    """Results of ``tasks`` in order; one progress bar (stderr) counts finished tasks."""
-    bar = tqdm(total=len(tasks), disable=not progress, desc=desc, unit="task", file=sys.stderr)
+    """Results of ``tasks`` in order; one progress bar (stderr) counts finished tasks, or with plain progress lines
+    (:func:`gemhsa_sym.progress.lines`) one line per finished task."""
+    plain = progress and lines()
+    bar = tqdm(total=len(tasks), disable=not progress or plain, desc=desc, unit="task", file=sys.stderr)
+
+    def done(count: int) -> None:
+        bar.update()
+        if plain:
+            note(f"{desc}: {count} of {len(tasks)} done")
+
     with bar:
         if executor is None:
             results = []
             for fn, args in tasks:
                 results.append(fn(*args))
-                bar.update()
+                done(len(results))
             return results
         futures = [executor.submit(fn, *args) for fn, args in tasks]
         try:
-            for _ in as_completed(futures):
-                bar.update()
+            for count, _ in enumerate(as_completed(futures), 1):
+                done(count)
         except BaseException:
             for future in futures:
                 future.cancel()

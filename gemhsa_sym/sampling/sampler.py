@@ -14,7 +14,7 @@ run. The layer and the spectrum are computed by numpy, or by torch on the cpu or
 from __future__ import annotations
 
 import json
-import sys
+import zipfile
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -24,15 +24,15 @@ from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
-from tqdm import tqdm
 
 from gemhsa_sym.files import write_atomic_with
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.modes import VALUE_RULES
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.readings import MODELS, ge_coefficients, layer_of
+from gemhsa_sym.progress import enabled as progress_shown
 from gemhsa_sym.resources import check_memory
-from gemhsa_sym.sampling.executors import local_workers, open_executor
+from gemhsa_sym.sampling.executors import local_workers, open_executor, run_tasks
 
 __all__ = [
     "MODELS",
@@ -262,9 +262,9 @@ def check_draws(tasks: Sequence[DrawTask | PolynomialDraw], workers: int | None)
 def run_draws(
     tasks: Sequence[DrawTask], executor: Executor | None = None, progress: bool = False
 ) -> list[np.ndarray]:
-    """Spectra of ``tasks`` in order, in this process or on any ``concurrent.futures`` executor."""
-    results = map(run_draw, tasks) if executor is None else executor.map(run_draw, tasks)
-    return list(tqdm(results, total=len(tasks), disable=not progress, desc="draws", unit="draw"))
+    """Spectra of ``tasks`` in order, in this process or on any ``concurrent.futures`` executor (a progress bar, or one
+    progress line per draw where :func:`gemhsa_sym.progress.lines` asks for lines)."""
+    return run_tasks([(run_draw, (task,)) for task in tasks], executor, progress, desc="draws")
 
 
 @dataclass(frozen=True, eq=False)
@@ -319,12 +319,19 @@ class SampleResult:
 
     @classmethod
     def load_npz(cls, path: str | Path) -> SampleResult:
-        """Read a file written by :meth:`save_npz`."""
-        with np.load(path) as data:
-            meta = json.loads(str(data["meta"]))
-            eigenvalues = data["eigenvalues"]
-        return cls(Config.from_dict(meta["config"]), meta["sizes"], meta["model"], meta["seed"], eigenvalues,
-                   meta.get("backend", "numpy"), meta.get("device", "cpu"))
+        """Read a file written by :meth:`save_npz` (no pickled data is ever read); ValueError naming the file where it is
+        not one."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                meta = json.loads(str(data["meta"]))
+                eigenvalues = np.asarray(data["eigenvalues"], dtype=float)
+            if eigenvalues.ndim != 2:
+                raise ValueError("the eigenvalues are not one row per draw")
+            return cls(Config.from_dict(meta["config"]), meta["sizes"], meta["model"], meta["seed"], eigenvalues,
+                       meta.get("backend", "numpy"), meta.get("device", "cpu"))
+        except (OSError, EOFError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"path: {path} is not a sample written by gemhsa-sym sample --out ({type(exc).__name__}: "
+                             f"{str(exc)[:120]})") from None
 
 
 def sample(
@@ -360,7 +367,7 @@ def sample(
              for child in np.random.SeedSequence(seed).spawn(draws)]
     check_draws(tasks, min(jobs, draws) if executor is None else local_workers(executor))
     if progress is None:
-        progress = draws > 1 and sys.stderr.isatty()
+        progress = draws > 1 and progress_shown()
     if executor is None:
         with open_executor(min(jobs, draws)) as pool:
             spectra = run_draws(tasks, pool, progress)

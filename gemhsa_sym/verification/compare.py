@@ -43,6 +43,8 @@ from gemhsa_sym.verification.distances import (
     empirical_ks,
     empirical_w1,
     hill,
+    mean_over_draws,
+    power_fit,
     snaps,
     theory_quantiles,
     two_sample,
@@ -73,13 +75,11 @@ def draw_tasks(config: Config | PolynomialModel, n: int, draws: int, seed: int, 
 
 
 def _moments(law: TabulatedLaw, eigenvalues: np.ndarray) -> list[dict[str, Any]]:
-    """Theory moments against the mean over draws of the per-draw moments, with standard errors."""
-    draws = eigenvalues.shape[0]
+    """Theory moments against the mean over draws of the per-draw moments, with standard errors and z-scores where there
+    are at least :data:`~.distances.MIN_DRAWS` draws (:func:`~.distances.mean_over_draws`)."""
     out = []
     for k, m in enumerate(law.moment_data or [], 1):
-        per_draw = np.mean(eigenvalues.astype(float) ** k, axis=1)
-        mean = float(per_draw.mean())
-        se = float(per_draw.std(ddof=1) / np.sqrt(draws)) if draws > 1 else None
+        mean, se = mean_over_draws(np.mean(eigenvalues.astype(float) ** k, axis=1))
         out.append({
             "k": k, "theory": m["float"], "exact": m["exact"], "samples": mean, "se": se,
             "rel_diff": mean / m["float"] - 1 if m["float"] else None,
@@ -221,7 +221,8 @@ class VerifyResult:
     reason: str | None = None
 
     def scaling(self) -> dict[str, Any] | None:
-        """KS against n with fitted exponents (log-log least squares), when there are several n."""
+        """KS against n with fitted exponents (log-log least squares, :func:`~.distances.power_fit`) and their standard
+    errors (None from two n), when there are several n."""
         if len(self.comparisons) < 2:
             return None
         n = np.array([c.n for c in self.comparisons], dtype=float)
@@ -238,7 +239,9 @@ class VerifyResult:
         for key, values in series.items():
             rows[key] = values
             if key.startswith("ks") and min(values) > 0:
-                rows[f"{key}_exponent"] = float(np.polyfit(np.log(n), np.log(values), 1)[0])
+                fit = power_fit(n, values)
+                rows[f"{key}_exponent"] = fit["exponent"]
+                rows[f"{key}_exponent_error"] = fit["error"]
         return rows
 
     def to_json_dict(self) -> dict[str, Any]:

@@ -86,9 +86,11 @@ def _plot_compact(result: VerifyResult, path: str | Path) -> None:
     top = max(theory.top_edge, max(float(x[-1]) for x in samples.values()))
     fig, (ax_lin, ax_log, ax_cdf) = plt.subplots(1, 3, figsize=(18, 5.6), layout="constrained")
     config = result.config
+    others = [c.n for c in result.comparisons[:-1]]
     fig.suptitle(f"{config.name or 'configuration'}: {config.summary()}\n"
-                 f"n = {comparison.n}, {comparison.draws} draw(s), seed {result.seed}; {result.config.spectral_object}",
-                 fontsize=10)
+                 f"n = {comparison.n}" + (f" (the largest of n = {', '.join(map(str, others))}, {comparison.n}; the report gives "
+                                          "every n)" if others else "")
+                 + f", {comparison.draws} draw(s), seed {result.seed}; {result.config.spectral_object}", fontsize=10)
 
     bins = np.linspace(0.0, 1.02 * top, 120)
     for name, x in samples.items():
@@ -97,6 +99,12 @@ def _plot_compact(result: VerifyResult, path: str | Path) -> None:
                       label=f"{named[name]} samples (KS {comparison.ks['theory_' + name]:.3g})")
     ax_lin.plot(x_rho, rho, color=COLOURS["theory"], lw=1.4, label="theory density")
     ax_lin.set_yscale("log")
+    bulk = rho[(x_rho > 0.02 * top) & (rho > 0)]  # the bulk's scale, away from a divergence at 0
+    if bulk.size:
+        ax_lin.set_ylim(max(float(bulk.min()) / 10, 1e-6 * float(bulk.max())), 10 * float(bulk.max()))
+        if rho.max() > 10 * bulk.max():
+            ax_lin.annotate("density diverges at 0 (clipped)", xy=(0.0, 10 * float(bulk.max())), xytext=(0.05, 0.95),
+                            textcoords="axes fraction", fontsize=8, arrowprops={"arrowstyle": "->", "lw": 0.8})
     ax_lin.set_xlabel("eigenvalue $\\lambda$")
     ax_lin.set_ylabel("density (log scale)")
     for edge in theory.edge_data:
@@ -189,7 +197,9 @@ def plot_sweep(result: SweepResult, path: str | Path) -> None:
                             mfc="none" if name == "ge" else colour, label=f"{labels(result.config)[name]} {tag}".strip())
         ax.set_xlabel(first)
         ax.set_ylabel(label)
-        ax.set_yscale("log")
+        shown = [y for line in ax.get_lines() for y in np.asarray(line.get_ydata(), dtype=float) if np.isfinite(y)]
+        if shown and min(shown) > 0 and max(shown) > 10 * min(shown):  # a log axis only where the values span a decade
+            ax.set_yscale("log")
         if first == "heads":
             ax.set_xscale("log")
         ax.legend(fontsize=7)

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from gemhsa_sym.verification.compare import Comparison, VerifyResult
-from gemhsa_sym.verification.distances import HILL_FRACTION
+from gemhsa_sym.verification.distances import HILL_FRACTION, MIN_DRAWS
 
 __all__ = ["format_report", "labels"]
 
@@ -47,12 +47,15 @@ def _moments_and_edges(c: Comparison, names: tuple[str, ...], labels: list[str])
     """The moment table, the edges against the bulk extremes and the outliers (laws with moments and edges)."""
     lines = []
     if c.moments is not None:
-        lines.append(f"{'moment':<8}{'theory':>14}" + "".join(f" {label:>12} {'± se':>10}" for label in labels) + "  exact")
+        lines.append(f"{'moment':<8}{'theory':>14}" + "".join(f" {label:>12} {'± se':>10} {'z':>6}" for label in labels) + "  exact")
         for moments in zip(*(c.moments[name] for name in names)):
             first = moments[0]
             lines.append(f"M_{first['k']:<6}{first['theory']:>14.6g}"
-                         + "".join(f" {m['samples']:>12.6g} {_fmt(m['se']):>10}" for m in moments)
+                         + "".join(f" {m['samples']:>12.6g} {_fmt(m['se']):>10} {_fmt(m['z'], '.2f'):>6}" for m in moments)
                          + f"  {first['exact'] or '(numeric)'}")
+        if c.draws < MIN_DRAWS:
+            lines.append(f"         (the mean over {c.draws} draw(s), without a standard error: one needs at least {MIN_DRAWS} "
+                         "draws to mean what it says)")
     if c.edges is None:
         return lines
     for edges in zip(*(c.edges[name] for name in names)):
@@ -122,15 +125,18 @@ def format_report(result: VerifyResult) -> str:
         lines.append("timing   " + ", ".join(f"{key} {value:.1f}" for key, value in c.timing.items()))
     scaling = result.scaling()
     if scaling is not None:
-        keys = [key for key in scaling if key != "n" and not key.endswith("_exponent")]
+        keys = [key for key in scaling if key != "n" and not key.endswith(("_exponent", "_exponent_error"))]
         widths = [max(9, len(_scaling_header(key, named)) + 2) for key in keys]
         lines.append("")
         lines.append(f"{'n':>8}" + "".join(f"{_scaling_header(key, named):>{w}}" for key, w in zip(keys, widths)))
         for i, n in enumerate(scaling["n"]):
             lines.append(f"{n:>8}" + "".join(f"{scaling[key][i]:>{w}.4g}" if key.startswith("ks") else f"{scaling[key][i]:>{w}}"
                                              for key, w in zip(keys, widths)))
-        fits = ", ".join(f"{key[:-9]} ~ n^{scaling[key]:.2f}" for key in scaling if key.endswith("_exponent"))
-        lines.append(f"fitted   {fits}")
+        fits = ", ".join(f"{key[:-9]} ~ n^{scaling[key]:.2f}" + ("" if scaling[f"{key}_error"] is None else f" ± {scaling[f'{key}_error']:.2f}")
+                         for key in scaling if key.endswith("_exponent"))
+        two = len(scaling["n"]) < 3
+        lines.append(f"fitted   {fits}" + (" (from two n: any power law fits two points, so no error is given)" if two else
+                                           " (± the standard error of the least-squares slope in log-log)"))
     seconds = 0.0 if law is None else law.seconds
     lines.append(f"timing   law solved in {seconds:.1f} s (earlier, if read from the cache); this run {result.seconds:.1f} s")
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.sampling.executors import Task, local_workers, run_tasks
 from gemhsa_sym.sampling.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets, run_draw
+from gemhsa_sym.verification.distances import mean_over_draws
 from gemhsa_sym.verification.theory import theory_task
 
 __all__ = ["SweepPoint", "SweepResult", "parse_vary", "sweep", "vary_config"]
@@ -45,8 +46,12 @@ def parse_vary(spec: str) -> tuple[str, list[str]]:
             raise ValueError(f"vary: expected FIELD=A:B:K with numbers A, B and an integer K >= 1, got {spec!r}") from None
         if not (np.isfinite(low) and np.isfinite(high) and 1 <= count <= MAX_POINTS):
             raise ValueError(f"vary: expected finite A, B and 1 <= K <= {MAX_POINTS} in {spec!r}")
+        if high < low:
+            raise ValueError(f"vary: expected A <= B in FIELD=A:B:K (an increasing grid), got {spec!r}")
         return field, [f"{v:.12g}" for v in np.linspace(low, high, count)]
     listed = [v.strip() for v in values.split(",") if v.strip()]
+    if not listed:
+        raise ValueError(f"vary: no value in {spec!r}; expected FIELD=V1,V2,... or FIELD=A:B:K")
     if len(listed) > MAX_POINTS:
         raise ValueError(f"vary: at most {MAX_POINTS} values, got {len(listed)}")
     return field, listed
@@ -85,12 +90,11 @@ class SweepPoint:
         return self.theory.moment_data[int(key[2:]) - 1]["float"]
 
     def mc_value(self, model: str, key: str) -> tuple[float, float | None]:
-        """Mean over draws and its standard error (None for one draw); top_edge is the largest eigenvalue."""
+        """Mean over draws and its standard error (None with fewer than :data:`~.distances.MIN_DRAWS` draws,
+        :func:`~.distances.mean_over_draws`); top_edge is the largest eigenvalue."""
         if self.mc is None:
             raise ValueError("mc: this sweep ran without Monte Carlo")
-        column = self.mc[model][:, MC_KEYS.index(key)]
-        se = float(column.std(ddof=1) / np.sqrt(column.size)) if column.size > 1 else None
-        return float(column.mean()), se
+        return mean_over_draws(self.mc[model][:, MC_KEYS.index(key)])
 
     def to_json_dict(self) -> dict[str, Any]:
         """Values, theory (moments, edges, atoms) and Monte Carlo means with standard errors."""
@@ -136,6 +140,10 @@ def sweep(config: Config | PolynomialModel, vary: list[tuple[str, list[str]]], n
     parameters = [field for field, _ in vary]
     if len(set(parameters)) != len(parameters):
         raise ValueError(f"vary: a parameter is varied twice in {parameters}")
+    size = int(np.prod([len(values) for _, values in vary]))
+    if size > MAX_POINTS:
+        raise ValueError(f"vary: the grid of {' x '.join(str(len(values)) for _, values in vary)} = {size} points is larger than "
+                         f"{MAX_POINTS}; vary fewer values")
     grid = [dict(zip(parameters, combo)) for combo in itertools.product(*(values for _, values in vary))]
     configs = [vary_config(config, values) for values in grid]
     tasks: list[Task] = []

@@ -23,6 +23,7 @@ import numpy as np
 
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.verification.compare import VerifyResult, verify
+from gemhsa_sym.verification.distances import power_fit
 from gemhsa_sym.verification.sweep import vary_config
 
 __all__ = ["FLOOR_FACTOR", "RATE", "SLOWER", "STALLED", "ThresholdResult", "format_threshold", "threshold"]
@@ -37,11 +38,12 @@ STALLED = -0.25
 FLOOR_FACTOR = 2.0
 
 
-def _exponent(n: np.ndarray, values: list[float]) -> float | None:
-    """a of the least-squares fit values = C n^a in log-log (None with a zero value or a single n)."""
+def _fit(n: np.ndarray, values: list[float]) -> dict[str, Any]:
+    """The fit values = C n^a (:func:`~.distances.power_fit`: a, its standard error, None from two n), None where it
+    cannot be fitted (a zero value or a single n)."""
     if len(values) < 2 or min(values) <= 0:
-        return None
-    return float(np.polyfit(np.log(n), np.log(values), 1)[0])
+        return {"exponent": None, "error": None, "points": len(values)}
+    return power_fit(n, values)
 
 
 @dataclass(frozen=True)
@@ -66,11 +68,13 @@ class ThresholdResult:
             comparisons = result.comparisons
             gap = [c.softmax_ge["ks"] for c in comparisons if c.softmax_ge is not None]
             theory = [c.ks["theory_softmax"] for c in comparisons]
+            fits = {key: _fit(n, values) for key, values in (("softmax_ge", gap), ("theory_softmax", theory))}
             out.append({
                 "beta": beta, "n": self.n, "ks_softmax_ge": gap, "ks_theory_softmax": theory,
                 "ks_floor": [c.floor["ks"] for c in comparisons],
                 "outliers_per_draw": [c.outliers["softmax"]["per_draw"] for c in comparisons],
-                "exponent_softmax_ge": _exponent(n, gap), "exponent_theory_softmax": _exponent(n, theory),
+                **{f"exponent_{key}": fit["exponent"] for key, fit in fits.items()},
+                **{f"exponent_{key}_error": fit["error"] for key, fit in fits.items()},
             })
         return out
 
@@ -84,8 +88,10 @@ class ThresholdResult:
         if not fitted:
             return f"KS(softmax, GE) was not fitted (one n, or a zero distance); the scale of the threshold is {scale}."
 
+        errors = {r["beta"]: r["exponent_softmax_ge_error"] for r in rows}
+
         def listed(pairs: list[tuple[str, float]]) -> str:
-            return ", ".join(f"{b} (n^{a:.2f})" for b, a in pairs)
+            return ", ".join(f"{b} (n^{a:.2f}" + ("" if errors[b] is None else f" ± {errors[b]:.2f}") + ")" for b, a in pairs)
 
         fast = [(b, a) for b, a in fitted if a <= SLOWER]
         slow = [(b, a) for b, a in fitted if SLOWER < a <= STALLED]
@@ -104,7 +110,8 @@ class ThresholdResult:
         parts.append(f"at n = {n[-1]} the gap exceeds {FLOOR_FACTOR:g} times the Monte Carlo floor at beta = "
                      + ", ".join(above) if above else f"at n = {n[-1]} the gap is within {FLOOR_FACTOR:g} times the "
                      "Monte Carlo floor everywhere")
-        return "; ".join(parts) + f". Gaussian equivalence predicts n^{RATE:g}; the scale of the threshold is {scale}."
+        caveat = " (fitted from two n, without an error: any power law fits two points)" if len(n) < 3 else ""
+        return "; ".join(parts) + f"{caveat}. Gaussian equivalence predicts n^{RATE:g}; the scale of the threshold is {scale}."
 
     def to_json_dict(self) -> dict[str, Any]:
         """The rows, the verdict, and the configuration."""

@@ -112,6 +112,10 @@ def parse_polynomial(text: Any, matrices: Mapping[str, MatrixExpr], field: str =
         raise ValueError(f"{field}: empty polynomial")
     if len(stripped) > MAX_POLYNOMIAL_TEXT:
         raise ValueError(f"{field}: a polynomial is at most {MAX_POLYNOMIAL_TEXT} characters, got {len(stripped)}")
+    if not stripped.isascii():  # Python's parser folds names (NFKC): the fullwidth x would read as x
+        other = next(c for c in stripped if not c.isascii())
+        raise ValueError(f"{field}: cannot read {text!r}: {other!r} is not an ASCII character (matrix names are compared as "
+                         "written, so only ASCII names are read)")
     try:
         tree = ast.parse(stripped, mode="eval")
     except (SyntaxError, ValueError):

@@ -21,6 +21,7 @@ atom at zero, contour masses near a hard edge) are followed in one path along th
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import numpy as np
 
@@ -46,6 +47,7 @@ from gemhsa_sym.free.numeric.kernel.threads import run_chunks
 from gemhsa_sym.free.numeric.polynomial_system import PolynomialSystem
 from gemhsa_sym.free.numeric.results import ROOT_ROUNDING
 from gemhsa_sym.free.numeric.systems import DOUBLE, NumericSystem
+from gemhsa_sym.progress import note
 
 __all__ = ["CHUNK", "MAX_CHUNKS", "chunks", "follow_branch"]
 
@@ -69,6 +71,8 @@ RECHECK = 8
 #: (70 to 150 us each), a marched point costs about 2 us.
 CHUNK = 500
 MAX_CHUNKS = 16
+#: Cache indexes whose first compile was announced (:func:`announce_compile`).
+_ANNOUNCED: set[str] = set()
 #: A Newton solve has also converged where |F|/S is below this (1 + |g|) (near a double root the
 #: step stagnates at about the square root of the working precision).
 RESIDUAL_TOL = 1e-14
@@ -100,6 +104,7 @@ def follow_branch(system: NumericSystem | PolynomialSystem, w: np.ndarray, top: 
     k = Tolerances(tol, RESIDUAL_TOL, POLISH, CONTRACTION, NOISE, DESCENT_RATIO, FAST_RATIO, FAST_CHANGE, FIRST_STEP,
                    FAR_STEP, MAX_POWER, MAX_SPLITS, EARLY_FLOOR, TRUST, HERGLOTZ, ROOT_ROUNDING, SUBSTEPS, MARCH_LOG,
                    RATE_MARGIN, RECHECK)
+    announce_compile()
     if start is None:
         middle = (w.real.min() + w.real.max()) / 2 + 1j * max(top, float(np.max(w.imag)))
         start = (middle, _far_start(system, middle, k))
@@ -114,6 +119,18 @@ def follow_branch(system: NumericSystem | PolynomialSystem, w: np.ndarray, top: 
     ok = np.empty(w.size, dtype=bool)
     g[order], ok[order] = np.concatenate([r[0] for r in results]), np.concatenate([r[1] for r in results])
     return Branch(w=w, g=g, ok=ok, output=system.output)
+
+
+def announce_compile() -> None:
+    """Before the kernel's first compile in this installation (numba's cache has no index for it yet), say that it takes
+    about 30 s once (docs/conventions.md §6.9); the cache's layout is numba's, so where it cannot be read, nothing."""
+    try:
+        index = Path(follow._cache._cache_file._index_path)
+    except AttributeError:
+        return
+    if str(index) not in _ANNOUNCED and not index.exists():
+        _ANNOUNCED.add(str(index))
+        note("compiling the numeric kernel once for this installation (about 30 s; later runs load it from numba's cache)")
 
 
 def chunks(targets: int) -> int:

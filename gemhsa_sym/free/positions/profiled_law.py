@@ -30,6 +30,7 @@ from gemhsa_sym.free.numeric.descent import BranchError
 from gemhsa_sym.free.numeric.systems import NumericSystem
 from gemhsa_sym.free.positions.profiles import Profile, Quadrature, profiled_system
 from gemhsa_sym.parse import to_number
+from gemhsa_sym.progress import note
 
 __all__ = ["LEVELS", "ProfileError", "LeveledModel", "ProfiledModel", "ProfiledValues", "Distribution", "stieltjes",
            "density", "distribution"]
@@ -170,8 +171,12 @@ def stieltjes(model: LeveledModel, w: Any, tol: float = 1e-6, floor: float | np.
             m = np.where(active, m, previous)
             error = np.where(active, np.abs(m - previous), error)
             active = error > tol * (1 + np.abs(m))
+            note(f"level {level} ({nodes} nodes): m(w) within {tol:g} (1 + |m|) of the level before at "
+                 f"{w.size - int(active.sum())} of {w.size} points")
             if not np.any(active):
                 return ProfiledValues(w, m, error, level, nodes)
+        else:
+            note(f"level {level} ({nodes} nodes) solved at {w.size} points")
         previous = m
     worst = float(np.max(error / (1 + np.abs(previous))))
     raise ProfileError(f"tol: the last level ({nodes} nodes) changed m(w) by {worst:.2e} (1 + |m|), above {tol:g}")
