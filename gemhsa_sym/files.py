@@ -8,6 +8,7 @@ user's path and the option it came from, never the temporary file.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import tempfile
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["check_folder", "check_writable", "is_model", "read_text", "read_toml", "write_atomic", "write_atomic_with"]
+__all__ = ["check_folder", "check_writable", "is_model", "read_json", "read_text", "read_toml", "write_atomic", "write_atomic_with"]
 
 
 def _reason(exc: OSError) -> str:
@@ -129,6 +130,19 @@ def read_toml(path: str | Path, field: str = "config") -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{field}: {path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{field}: {path} nests its tables or arrays too deeply to be a configuration") from None
+
+
+def read_json(path: str | Path, field: str) -> Any:
+    """The JSON data of ``path``; ValueError naming ``field`` and the path where it is unreadable or not JSON (a truncated
+    record says so, with its file)."""
+    try:
+        return json.loads(read_text(path, field))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{field}: {path} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"{field}: {path} nests its data too deeply") from None
 
 
 def is_model(data: Any) -> bool:

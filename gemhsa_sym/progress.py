@@ -7,23 +7,48 @@ levels of a causal law, the draws. The command line turns it on when stderr is a
 when stderr is not a terminal (a script, a log, a test that waits for a stage), and
 ``GEMHSA_SYM_PROGRESS=off`` silences it. From Python it is off until :func:`configure` is called.
 Nothing here changes an answer.
+
+A Ctrl-C also passes through here: :func:`catch_interrupts` (the command line) records it before raising
+KeyboardInterrupt, and every stage line and every wait of the engine (:func:`check_interrupt`) raises it again,
+so that a library that swallows the exception (a bare ``except:``) cannot make the run go on.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["ENVIRONMENT", "MODES", "configure", "enabled", "lines", "note", "stage"]
+__all__ = ["ENVIRONMENT", "MODES", "catch_interrupts", "check_interrupt", "configure", "enabled", "lines", "note", "stage"]
 
 #: The environment variable that asks for plain lines or silence.
 ENVIRONMENT = "GEMHSA_SYM_PROGRESS"
 #: The modes: nothing, lines on a terminal, plain lines anywhere.
 MODES: tuple[str, ...] = ("off", "terminal", "lines")
-_state = {"mode": "off"}
+_state = {"mode": "off", "interrupted": False}
+
+
+def _on_interrupt(signum: int, frame: object) -> None:
+    _state["interrupted"] = True
+    raise KeyboardInterrupt
+
+
+def catch_interrupts() -> None:
+    """Record every Ctrl-C of this process before raising KeyboardInterrupt (module docstring); only the main thread
+    can install a handler, so from another thread this leaves Python's own."""
+    _state["interrupted"] = False
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_interrupt)
+
+
+def check_interrupt() -> None:
+    """KeyboardInterrupt if a Ctrl-C came (and was swallowed on its way)."""
+    if _state["interrupted"]:
+        raise KeyboardInterrupt
 
 
 def configure(quiet: bool) -> str:
@@ -53,7 +78,8 @@ def lines() -> bool:
 
 
 def note(text: str) -> None:
-    """One line of progress."""
+    """One line of progress (after :func:`check_interrupt`)."""
+    check_interrupt()
     if enabled():
         print(f"gemhsa-sym: {text}", file=sys.stderr, flush=True)
 
@@ -61,6 +87,7 @@ def note(text: str) -> None:
 @contextmanager
 def stage(what: str) -> Iterator[None]:
     """Announce ``what`` before it runs and its seconds after it (module docstring)."""
+    check_interrupt()
     if not enabled():
         yield
         return

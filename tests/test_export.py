@@ -217,7 +217,7 @@ def test_verification_records_enter_the_document(tmp_path: Path, capsys: pytest.
     assert "marchenko-pastur.verify.json: not a verification record" in capsys.readouterr().err
     (tmp_path / "marchenko-pastur.verify.json").write_text("{")
     assert main(["derivations", "--write", "--dir", str(tmp_path)]) == 2
-    assert "marchenko-pastur.verify.json: not valid JSON" in capsys.readouterr().err
+    assert "marchenko-pastur.verify.json is not valid JSON" in capsys.readouterr().err
 
 
 def causal_entry(folder: Path) -> dict:

@@ -91,8 +91,14 @@ def test_polynomial_and_its_edges_agree_with_the_continuation() -> None:
 
 
 def test_a_law_without_limit_is_refused_with_its_growth() -> None:
-    with pytest.raises(LimitError, match=r"no limit as H grows: its moments mu_1 \.\. mu_3 grow like H\^1, H\^2, H\^3"):
+    with pytest.raises(ValueError, match=r"^heads: .*no limit as H grows: its moments M_1 \.\. M_3 grow like H\^1, H\^2, H\^3"):
         limit_law("tied-kv")
+    from gemhsa_sym.laws.spectral import SpectralLaw
+    from gemhsa_sym.layer.equivalent import gaussian_equivalent
+
+    ge = gaussian_equivalent(PRESETS["tied-kv"].with_heads("oo"))
+    with pytest.raises(LimitError):  # the engine's own error, which the attention law turns into a refusal naming the field
+        SpectralLaw(ge.model, ge.ratios, ge.values)
 
 
 def test_configuration_fields() -> None:

@@ -206,6 +206,8 @@ CASES: dict[str, Case] = {
                                                    '[gaussians."\uff58"]\nrows = "n"\ncols = "n"\nscale = "1/100"\n'.encode()),)),
     "polynomial fullwidth": Case(("derive", "{dir}/m.toml"), 2, "gemhsa-sym: error: polynomial: cannot read",
                                  files=(("m.toml", _model("X * \uff38.T")),)),
+    "record truncated": Case(("derivations", "--check", "--dir", "{dir}/lib"), 2, "gemhsa-sym: error: record: {dir}/lib/m.json is not valid JSON",
+                             files=(("lib/m.toml", _model("X")), ("lib/m.json", b'{"name": "m", '), ("lib/m.tex", b""))),
     "fill cache in /proc": Case(("derivations", "--fill-cache", "--cache", "/proc/gemhsa-sym-cache"), 2,
                                 "gemhsa-sym: error: cache: cannot write in the folder '/proc/gemhsa-sym-cache'"),
     # --- valid edge cases: answered, not refused ----------------------------------------------

@@ -69,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command (module docstring); returns the exit status."""
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
+        progress.catch_interrupts()
         return _main(argv)
 
 

@@ -172,6 +172,9 @@ def export_spec(text: str) -> tuple[str, str]:
 
 def _print_system(system: dict) -> None:
     """The minimal system of a report (docs/exports.md §5.4): equations with the meaning of each unknown."""
+    if system.get("reason"):
+        print(f"minimal system: none ({system['reason']}); --full prints the reduced Dyson system")
+        return
     print(f"minimal system: {len(system['unknowns'])} unknowns ({system['reduced_unknowns']} in the reduced system); "
           f"{system['notation']}")
     for name, meaning, equation in zip(system["unknowns"], system["meanings"], system["equations"]):

@@ -112,7 +112,11 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
             broken_sum("T^{(h)}", tex.template)]),
         "and the size ratios " + ", ".join(f"${r}$" for r in tex.ratios) + ".",
     ]
-    out += [r"{\small", *_minimal_system(record, printed), "}"]
+    if record.system.get("reason"):
+        out += [r"\subsection*{Minimal system}", "No minimal system: " + escape(record.system["reason"]) + "; the reduced "
+                "Dyson system of the appendix is the law's equation."]
+    else:
+        out += [r"{\small", *_minimal_system(record, printed), "}"]
     out.append(r"\subsection*{Algebraic equation}")
     if printed.polynomial:
         info = record.polynomial_info
@@ -140,7 +144,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
         if atoms else "No atoms."
     )
     checks = [escape(n) for n in record.notes]
-    if record.exact is not None:
+    if record.exact is not None and not record.system.get("reason"):
         checks.append(r"the minimal system gives the reduced system's $m(w)$ to $10^{-40}$ at 50 digits, and each of its "
                       r"equations holds there to $10^{-40}$")
     if verification is not None:

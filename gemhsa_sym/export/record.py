@@ -196,11 +196,13 @@ def _nonzero_entries(M: sp.Matrix) -> list[tuple[tuple[int, int], sp.Expr]]:
 
 def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.Expr], elimination: Elimination,
                  classified: EdgeClassification | None, fold: list[Edge], atoms: list[Atom], atom_method: str,
-                 dps: int, minimal: MinimalSystem, meanings: Mapping[sp.Symbol, Meaning]) -> LawRecord:
+                 dps: int, minimal: MinimalSystem | str, meanings: Mapping[sp.Symbol, Meaning]) -> LawRecord:
     """The record of a law from its derivation and answers: exact moments at the values and symbolic,
     the elimination, its classified discriminant edges (None: the ``fold`` edges, refined on P or not), atoms,
-    and the minimal system with the meanings of its unknowns."""
+    and the minimal system with the meanings of its unknowns (or, as text, why there is none)."""
     system, model = derivation.system, derivation.model
+    reason = minimal if isinstance(minimal, str) else None
+    equations, definitions = ((), ()) if reason is not None else (minimal.equations, minimal.definitions)
     model_terms = model.args if isinstance(model, MatAdd) else (model,)
     heads = template = None
     if isinstance(model, ExchangeableSum) and printed_width(sp.latex(model)) > WIDTH:  # Y = sum_h T^{(h)}, T broken
@@ -217,17 +219,16 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         readouts=[sp.latex(e) for e in system.readout_equations()],
         heads=heads,
         template=template,
-        meanings={str(c): [meanings[c].latex(derivation.pencil), meanings[c].heads or ""]
-                  for c, _ in [*minimal.equations, *minimal.definitions]},
+        meanings={str(c): [meanings[c].latex(derivation.pencil), meanings[c].heads or ""] for c, _ in [*equations, *definitions]},
     )
     P = elimination.polynomial
     exact_parts = ExactParts(
         polynomial=None if P is None else table(P, [M, W, *sorted(P.free_symbols - {M, W}, key=str)]),
         moments=[{"exact": tree(m), "symbolic": tree(g)} for m, g in zip(exact, general)],
         values=[[tree(k), tree(v)] for k, v in derivation.values.items()],
-        equations=[[tree(c), tree(f)] for c, f in minimal.equations],
-        definitions=[[tree(d), tree(f)] for d, f in minimal.definitions],
-        output=tree(minimal.output),
+        equations=[[tree(c), tree(f)] for c, f in equations],
+        definitions=[[tree(d), tree(f)] for d, f in definitions],
+        output=tree(system.output),
     )
     return LawRecord(
         model=str(model),
@@ -253,5 +254,5 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         atoms=[atom_entry(a) for a in atoms],
         latex=latex,
         exact=exact_parts,
-        system=system_entry(minimal, meanings, derivation.pencil, str(model)),
+        system={"reason": reason} if reason is not None else system_entry(minimal, meanings, derivation.pencil, str(model)),
     )

@@ -8,6 +8,7 @@ from typing import Any
 import sympy as sp
 
 from gemhsa_sym.export.record import AttentionRecord
+from gemhsa_sym.free.equations.heads_limit import LimitError
 from gemhsa_sym.free.equations.scale import ScaleError
 from gemhsa_sym.laws.spectral import RecordEdges, SpectralLaw
 from gemhsa_sym.layer.config import Config
@@ -35,6 +36,9 @@ class AttentionLaw(SpectralLaw):
         self.coefficients: HermiteData = ge.coefficients
         try:
             super().__init__(ge.model, ge.ratios, {**ge.values, **(values or {})})
+        except LimitError as exc:
+            raise ValueError(f"heads: infinitely many heads of this configuration have no limit law ({exc}); draw a finite "
+                             "number of heads instead (--heads H)") from None
         except ScaleError as exc:
             sigma2 = sp.N(ge.coefficients.sigma2, 3)
             raise ValueError(f"beta: at beta = {config.beta} the {config.score} score's Gaussian equivalent "

@@ -20,7 +20,7 @@ from numpy.polynomial import Chebyshev, chebyshev
 from gemhsa_sym.free.numeric.descent import RaysFailed
 from gemhsa_sym.free.numeric.results import Edge
 
-__all__ = ["ARC_NODES", "Band", "Core", "arc_masses", "band", "continuous_pieces", "core"]
+__all__ = ["ARC_NODES", "Band", "Core", "arc_masses", "band", "continuous_pieces", "contour_moments", "core"]
 
 #: Gauss–Legendre nodes on each half circle of :func:`arc_masses`.
 ARC_NODES = 32
@@ -195,3 +195,16 @@ def continuous_pieces(edges: Sequence[Edge], atom: float, density: Density, on_a
             pieces.append(band(density, a, b))
     return pieces
 
+
+def contour_moments(stieltjes: Callable[[np.ndarray], np.ndarray], radius: float, k: int, points: int = 512) -> np.ndarray:
+    """M_1..M_k by the trapezoidal rule on the circle of ``radius`` around the support: (1/2 pi i) oint w^j m(w) dw
+    converges like (edge/radius)^points (m is analytic outside the support); the lower half circle is the conjugate of
+    the upper. ValueError naming k or points where they are not counts."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError("k: need at least one moment")
+    if isinstance(points, bool) or not isinstance(points, int) or points < 8:
+        raise ValueError(f"points: the contour rule needs an integer of at least 8 points, got {points!r}")
+    theta = np.pi * (np.arange(points // 2) + 0.5) / (points // 2)
+    w = radius * np.exp(1j * theta)
+    j = np.arange(1, k + 1)[:, None]
+    return np.real(np.sum(w[None, :] ** (j + 1) * stieltjes(w)[None, :], axis=1)) / (points // 2)

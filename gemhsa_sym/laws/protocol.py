@@ -20,7 +20,7 @@ from scipy import stats
 
 from gemhsa_sym.free.numeric.results import Atom, Edge
 
-__all__ = ["QUERIES", "Law", "NoAnswer", "check_points"]
+__all__ = ["QUERIES", "Law", "NoAnswer", "check_points", "choose_method"]
 
 #: The queries of the protocol, in the order a summary lists them.
 QUERIES: tuple[str, ...] = ("cdf", "ccdf", "quantile", "density", "stieltjes", "sample", "moments", "edges", "atoms",
@@ -47,6 +47,14 @@ def check_points(x: Any, field: str = "x") -> np.ndarray:
     if np.any(np.isnan(array)):
         raise ValueError(f"{field}: got NaN, which is not a number")
     return array
+
+
+def choose_method(method: str | None, default: str, allowed: tuple[str, ...], field: str = "method") -> str:
+    """The method a query names, or its default by a fixed rule (never what ran before); ValueError naming ``field``."""
+    chosen = default if method is None else method
+    if chosen not in allowed:
+        raise ValueError(f"{field}: unknown method {method!r}; choose one of {', '.join(allowed)}")
+    return chosen
 
 
 class Law(ABC):

@@ -30,6 +30,7 @@ from sympy.matrices.expressions import MatrixExpr
 from gemhsa_sym.export.document import document
 from gemhsa_sym.export.latex import aligned_system
 from gemhsa_sym.export.record import LawRecord, build_record
+from gemhsa_sym.free.algebraic.bounded import run_bounded
 from gemhsa_sym.free.algebraic.elimination import Elimination, M, eliminate
 from gemhsa_sym.free.algebraic.polynomial_edges import polynomial_edges
 from gemhsa_sym.free.algebraic.roots import atoms_from_polynomial, classify_edges, density_closed_form
@@ -41,8 +42,8 @@ from gemhsa_sym.free.expressions.exchangeable import ExchangeableSum
 from gemhsa_sym.free.expressions.matrices import Dim
 from gemhsa_sym.free.expressions.system import DysonSystem, W
 from gemhsa_sym.free.numeric.results import WORK_DPS, Atom, Edge, EdgeClassification, check_dps
-from gemhsa_sym.laws.integrals import Band, Core, continuous_pieces
-from gemhsa_sym.laws.protocol import Law, check_points
+from gemhsa_sym.laws.integrals import Band, Core, continuous_pieces, contour_moments
+from gemhsa_sym.laws.protocol import Law, check_points, choose_method
 from gemhsa_sym.laws.solver import BranchSolver, ValueMethod
 from gemhsa_sym.laws.support import SupportScan, atom_at_zero, fold_edges, scan_support, top_of_support
 from gemhsa_sym.laws.tabulated import PROBES, TabulatedLaw, tabulate
@@ -54,13 +55,6 @@ __all__ = ["RecordEdges", "SpectralLaw", "spectral_law"]
 EdgeQuery = Literal["fold", "polynomial", "discriminant"]
 AtomQuery = Literal["descent", "polynomial"]
 RecordEdges = Literal["discriminant", "polynomial"]
-
-
-def _choose(method: str | None, default: str, allowed: tuple[str, ...], field: str = "method") -> str:
-    chosen = default if method is None else method
-    if chosen not in allowed:
-        raise ValueError(f"{field}: unknown method {method!r}; choose one of {', '.join(allowed)}")
-    return chosen
 
 
 class SpectralLaw(Law):
@@ -91,16 +85,23 @@ class SpectralLaw(Law):
         """The reduced Dyson system: prints readably; ``sympy.latex`` gives LaTeX."""
         return self.system
 
-    def minimal(self) -> MinimalSystem:
-        """The minimal system (docs/equations.md §2.7), proved against the reduced one by
-        :func:`.minimal.check_minimal` (50 digits, 1e-40) unless the law is the point mass at 0."""
-        def build() -> MinimalSystem:
-            minimal = minimal_system(self.system)
+    def minimal(self, time_limit: float = 20.0) -> MinimalSystem:
+        """The minimal system (docs/equations.md §2.7), its symbolic elimination bounded by ``time_limit`` seconds in a child
+        process (ValueError with the reason past it), proved against the reduced one by :func:`.minimal.check_minimal`
+        (50 digits, 1e-40) unless the law is the point mass at 0."""
+        def build() -> MinimalSystem | str:
+            status, minimal = run_bounded(minimal_system, (self.system,), time_limit)
+            if status != "ok":
+                return (f"its symbolic elimination did not finish within {time_limit:g} s" if status == "timeout"
+                        else f"its symbolic elimination failed ({minimal})")
             if not self.zero:
                 check_minimal(minimal, self.derivation.probe, self.scale)
             return minimal
 
-        return self._cached(("minimal",), build)
+        found = self._cached(("minimal", float(time_limit)), build)
+        if isinstance(found, str):
+            raise ValueError(f"minimal: no minimal system: {found}")
+        return found
 
     def meanings(self) -> dict[sp.Symbol, Meaning]:
         """What each unknown of the reduced system is (docs/equations.md §2.8)."""
@@ -118,7 +119,7 @@ class SpectralLaw(Law):
     def solver(self, method: ValueMethod | None = None, time_limit: float = 20.0) -> BranchSolver:
         """The branch solver of ``method`` ('dyson' by default; 'polynomial' eliminates first and
         raises ValueError when no P(m, w) is found)."""
-        method = _choose(method, "dyson", ("dyson", "polynomial"))
+        method = choose_method(method, "dyson", ("dyson", "polynomial"))
         if method == "polynomial" and "polynomial" not in self._solvers:
             self._solvers["polynomial"] = self._solvers["dyson"].with_polynomial(self.algebraic(time_limit))
         return self._solvers[method]
@@ -154,7 +155,7 @@ class SpectralLaw(Law):
     def atoms(self, method: AtomQuery | None = None) -> list[Atom]:
         """Point masses (at zero when Y^T Y is rank deficient): by descent down the imaginary axis
         (default), or exact from P(m, w) with ``method="polynomial"``."""
-        method = _choose(method, "descent", ("descent", "polynomial"))
+        method = choose_method(method, "descent", ("descent", "polynomial"))
         if self.zero:
             return [Atom(0.0, 1.0, 0.0, sp.Integer(1), "exact")]
         if method == "polynomial":
@@ -187,7 +188,7 @@ class SpectralLaw(Law):
         real roots of the discriminant of P (``method="discriminant"``); ``time_limit`` bounds the elimination
         of P and its discriminant (:meth:`algebraic`)."""
         dps = check_dps(dps)
-        method = _choose(method, "fold", ("fold", "polynomial", "discriminant"))
+        method = choose_method(method, "fold", ("fold", "polynomial", "discriminant"))
         if method == "discriminant":
             classified = self.algebraic_edges(dps, time_limit)
             if classified is None:
@@ -237,18 +238,9 @@ class SpectralLaw(Law):
         return out if symbolic else [sp.expand(m.subs(self.values)) for m in out]
 
     def numeric_moments(self, k: int, points: int = 512) -> np.ndarray:
-        """mu_1..mu_k by the trapezoidal rule on a circle of radius 1.25 top edge: (1/2 pi i) oint w^j m(w) dw
-        converges like (edge/R)^points (m is analytic outside the support)."""
-        if k < 1:
-            raise ValueError("k: need at least one moment")
-        if isinstance(points, bool) or not isinstance(points, int) or points < 8:
-            raise ValueError(f"points: the contour rule needs an integer of at least 8 points, got {points!r}")
-        if self.zero:
-            return np.zeros(k)
-        theta = np.pi * (np.arange(points // 2) + 0.5) / (points // 2)
-        w = 1.25 * self._top() * np.exp(1j * theta)
-        j = np.arange(1, k + 1)[:, None]  # the lower half circle is the conjugate of the upper
-        return np.real(np.sum(w[None, :] ** (j + 1) * self.stieltjes(w)[None, :], axis=1)) / (points // 2)
+        """The moments M_1..M_k by the contour rule of :func:`.integrals.contour_moments` on a circle of radius 1.25 top edge."""
+        found = contour_moments(self.stieltjes, 1.0 if self.zero else 1.25 * self._top(), k, points)
+        return np.zeros(k) if self.zero else found  # the point mass at 0: every moment is 0 exactly
 
     # ---- P(m, w) -----------------------------------------------------------------------
     def algebraic(self, time_limit: float = 20.0, backend: str | None = None) -> Elimination:
@@ -309,7 +301,7 @@ class SpectralLaw(Law):
         refinement fails, the continuation's folds. Atoms from P when it gives them, else by descent.
         ``time_limit`` bounds each attempt of the elimination of P (:meth:`algebraic`)."""
         dps = check_dps(dps)
-        chosen = _choose(edges, "discriminant", ("discriminant", "polynomial"), "edges")
+        chosen = choose_method(edges, "discriminant", ("discriminant", "polynomial"), "edges")
         elimination = self.algebraic(time_limit)
         classified = None
         if elimination.polynomial is not None and chosen == "discriminant":
@@ -324,11 +316,15 @@ class SpectralLaw(Law):
             except ValueError:
                 found = self.edges(dps)
         exact_atoms = self.algebraic_atoms(time_limit) if elimination.polynomial is not None else None
+        try:
+            minimal: MinimalSystem | str = self.minimal(time_limit)
+        except ValueError as exc:
+            minimal = str(exc).removeprefix("minimal: no minimal system: ")
         return build_record(self.derivation, self.moments(moments), self.moments(moments, symbolic=True), elimination,
                             classified, found,
                             exact_atoms if exact_atoms is not None else self.atoms(),
                             "polynomial" if exact_atoms is not None else "continuation", dps,
-                            self.minimal(), self.meanings())
+                            minimal, self.meanings())
 
     def to_latex(self, dps: int = 30) -> str:
         """A standalone LaTeX document of the derivation (:func:`.document.document`)."""
@@ -337,9 +333,13 @@ class SpectralLaw(Law):
     def _repr_latex_(self) -> str:
         """For notebooks: the model, the minimal system (docs/equations.md §2.7) with the meaning of
         each of its unknowns (§2.8), and m(w), as one aligned block of mathematics."""
-        if self.zero:
+        try:
+            minimal = self.minimal()
+        except ValueError:
+            minimal = None
+        if self.zero or minimal is None:
             return self.derivation._repr_latex_()
-        return aligned_system(self.model, self.minimal(), self.meanings(), self.pencil)
+        return aligned_system(self.model, minimal, self.meanings(), self.pencil)
 
     def sample(self, N: int, seed: int = 0, draws: int = 1) -> np.ndarray:
         """Eigenvalues of Y^T Y for finite Gaussian matrices at sizes ratio * N (one row per draw)."""

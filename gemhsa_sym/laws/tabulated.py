@@ -203,7 +203,8 @@ def tabulate(law: Law, source: dict[str, Any], moments: list[dict[str, Any]], pr
     atom_data = [{"location": a.location, "mass": a.mass, "error": a.error, "exact": None if a.exact is None else str(a.exact)}
                  for a in atoms]
     methods, reasons = table_queries(law.methods(), law.reasons(), True)
-    return TabulatedLaw(source, np.concatenate(grids) if cdf else np.zeros(1), np.concatenate(values) if cdf else np.zeros(1),
+    tabulated = cdf and len(grids) > 1  # a law of atoms alone (the point mass) has no continuous part to tabulate
+    return TabulatedLaw(source, np.concatenate(grids) if tabulated else np.zeros(1), np.concatenate(values) if tabulated else np.zeros(1),
                         atom_data, law.achieved_error(), methods, reasons, True, edge_data, moments, probes,
                         law.tail_exponent(), None, time.perf_counter() - start)
 
@@ -242,7 +243,7 @@ def validated(data: Any, source: Mapping[str, Any], tabulated: bool) -> Tabulate
             raise ValueError("it belongs to another configuration")
         law = TabulatedLaw.from_json_dict(data)
         grid, table = _finite_floats(law.grid, "the grid"), _finite_floats(law.table, "the CDF table")
-        if grid.shape != table.shape or grid.ndim != 1 or (tabulated and grid.size < 2):
+        if grid.shape != table.shape or grid.ndim != 1 or (tabulated and grid.size < 2 and law.edge_data):
             raise ValueError("the CDF table does not match its grid")
         if law.density_table is not None and _finite_floats(law.density_table, "the density").shape != grid.shape:
             raise ValueError("the density table does not match its grid")

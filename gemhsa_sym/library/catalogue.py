@@ -9,13 +9,12 @@ minutes (a causal law), after validating the record against the entry's configur
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from gemhsa_sym.export.causal_record import record_law
-from gemhsa_sym.files import read_text
+from gemhsa_sym.files import read_json
 from gemhsa_sym.laws.causal_law import CausalLaw
 from gemhsa_sym.laws.protocol import Law
 from gemhsa_sym.laws.resolve import law_of
@@ -51,10 +50,7 @@ def verification(path: Path) -> dict[str, Any] | None:
     file = path.with_suffix(".verify.json")
     if not file.exists():
         return None
-    try:
-        data = json.loads(read_text(file, "verification"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{file.name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    data = read_json(file, "verification")
     rows = data.get("by_n") if isinstance(data, dict) else None
     if not (isinstance(rows, list) and rows and isinstance(data.get("seed"), int) and all(
             isinstance(r, dict) and isinstance(r.get("n"), int) and isinstance(r.get("draws"), int)
@@ -79,10 +75,7 @@ def library_law(name: str, folder: Path = LIBRARY) -> Law | None:
     config = causal_source(read_input(toml))
     if config is None:
         return None
-    try:
-        data = json.loads(read_text(record, "record"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{record}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    data = read_json(record, "record")
     try:
         table = record_law(data, config)
     except ValueError as exc:

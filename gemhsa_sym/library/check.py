@@ -48,7 +48,7 @@ from gemhsa_sym.export.causal_document import causal_document
 from gemhsa_sym.export.causal_record import causal_record, probe_differences, record_law
 from gemhsa_sym.export.document import document
 from gemhsa_sym.export.record import LawRecord, record_from_json
-from gemhsa_sym.files import read_text, write_atomic
+from gemhsa_sym.files import read_json, read_text, write_atomic
 from gemhsa_sym.laws.causal_law import CausalLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.presets import read_input
@@ -116,7 +116,7 @@ def write_verifications(folder: Path, only: Sequence[str] | None = None, executo
     for name, path in paths:
         progress(name)
         source = read_input(path)
-        committed_json = json.loads(read_text(path.with_suffix(".json"), "record"))
+        committed_json = read_json(path.with_suffix(".json"), "record")
         heads = SAMPLE_HEADS if source.infinite_heads else None
         data = verify(source, list(VERIFY_N), draws=VERIFY_DRAWS, seed=0, executor=executor, sample_heads=heads,
                       cache=None if cache is None else str(cache)).to_json_dict()
@@ -182,13 +182,15 @@ def check(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
     for _, path in records(folder, only):  # every file is read before any is solved
         check_file(path)
         verification(path)
+        if path.with_suffix(".json").exists():
+            read_json(path.with_suffix(".json"), "record")
     for name, path in records(folder, only):
         progress(name)
         json_path, tex_path = path.with_suffix(".json"), path.with_suffix(".tex")
         if not json_path.exists() or not tex_path.exists():
             diffs.append(Difference(name, "files", "missing", f"{json_path.name}, {tex_path.name}"))
             continue
-        committed = json.loads(read_text(json_path, "record"))
+        committed = read_json(json_path, "record")
         causal = causal_source(read_input(path))
         if causal is not None:
             found = _check_causal(name, causal, committed)
@@ -236,7 +238,7 @@ def fill_cache(folder: Path, cache: str | Path, only: Sequence[str] | None = Non
         json_path = path.with_suffix(".json")
         if not json_path.exists():
             raise ValueError(f"record: {name} has no {json_path.name} yet (run --write first)")
-        committed = json.loads(read_text(json_path, "record"))
+        committed = read_json(json_path, "record")
         diffs = _check_causal(name, causal, committed)
         if diffs:
             raise ValueError(f"{json_path}: the committed record differs from its regeneration ({diffs[0]}); run --write")

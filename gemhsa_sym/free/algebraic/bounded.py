@@ -15,7 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Timeout", "deadline_check", "run_bounded"]
+from gemhsa_sym.progress import check_interrupt
+
+__all__ = ["POLL", "Timeout", "deadline_check", "run_bounded"]
+
+#: Seconds of each wait for the child's answer (module docstring of :func:`run_bounded`).
+POLL = 0.1
 
 
 class Timeout(Exception):
@@ -60,9 +65,12 @@ def run_bounded(run: Callable[..., Any], args: tuple, time_limit: float) -> tupl
     proc = ctx.Process(target=_child, args=(child, run, args, time_limit), daemon=True)
     proc.start()
     child.close()
+    deadline = time.monotonic() + time_limit + 1.0
     try:
-        if parent.poll(time_limit + 1.0):
-            return parent.recv()
+        while time.monotonic() < deadline:  # short waits: a Ctrl-C that the kernel gives to another thread of this
+            check_interrupt()               # process interrupts no blocking call, so the main thread looks for it often
+            if parent.poll(POLL):
+                return parent.recv()
         return "timeout", None
     except EOFError:
         return "error", f"the child process ended unexpectedly (exit code {proc.exitcode})"

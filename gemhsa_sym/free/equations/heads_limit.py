@@ -141,7 +141,7 @@ def _exponents(system: DysonSystem, values: Mapping[sp.Symbol, sp.Expr]) -> dict
         last = iterate
     moments = [_series_degree(ring, c, back) for c in last[system.output][2:]]
     if max(moments) > 0:
-        raise LimitError(f"the law has no limit as H grows: its moments mu_1 .. mu_{len(moments)} grow like "
+        raise LimitError(f"the law has no limit as H grows: its moments M_1 .. M_{len(moments)} grow like "
                          f"{_powers(moments)}")
     degrees = {}
     for g, series in last.items():

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import sympy as sp
-from sympy.matrices.expressions import MatrixExpr
+from sympy.matrices.expressions import MatAdd, MatMul, MatPow, MatrixExpr, Transpose
 
 from gemhsa_sym.free.expressions.matrices import ShapeMismatch, is_polynomial
 from gemhsa_sym.parse import parse_number
@@ -26,6 +26,11 @@ __all__ = ["MAX_POLYNOMIAL_TEXT", "parse_polynomial"]
 MAX_POLYNOMIAL_TEXT = 2000
 #: Largest integer power of a square matrix.
 MAX_POWER = 8
+#: Most Gaussian factors in one monomial of a polynomial (the attention models have at most 8; the pencil and the
+#: Dyson system grow with the degree).
+MAX_DEGREE = 16
+#: Most products, sums and powers in a polynomial's tree.
+MAX_NODES = 400
 
 
 class _Refused(ValueError):
@@ -34,6 +39,19 @@ class _Refused(ValueError):
 
 def _is_matrix(value: Any) -> bool:
     return isinstance(value, MatrixExpr)
+
+
+def _degree(expr: MatrixExpr) -> int:
+    """The most Gaussian factors in one monomial of ``expr`` (a power counts its exponent)."""
+    if isinstance(expr, MatAdd):
+        return max(_degree(arg) for arg in expr.args)
+    if isinstance(expr, MatMul):
+        return sum(_degree(arg) for arg in expr.args if isinstance(arg, MatrixExpr))
+    if isinstance(expr, MatPow):
+        return _degree(expr.base) * int(expr.exp)
+    if isinstance(expr, Transpose):
+        return _degree(expr.arg)
+    return 1
 
 
 def _scalar(node: ast.AST, text: str) -> sp.Expr:
@@ -65,6 +83,10 @@ def _walk(node: ast.AST, text: str, matrices: Mapping[str, MatrixExpr]) -> Any:
         return inner if isinstance(node.op, ast.UAdd) else -inner
     if isinstance(node, ast.BinOp):
         left, right = _walk(node.left, text, matrices), _walk(node.right, text, matrices)
+        for side in (left, right):
+            if _is_matrix(side) and _degree(side) > MAX_DEGREE:
+                raise _Refused(f"a product of more than {MAX_DEGREE} Gaussian matrices (degree {_degree(side)}) is beyond what "
+                               "the engine solves")
         if not _is_matrix(left) and not _is_matrix(right):
             return _scalar(node, text)
         if isinstance(node.op, (ast.Mult, ast.MatMult)):
@@ -86,6 +108,9 @@ def _walk(node: ast.AST, text: str, matrices: Mapping[str, MatrixExpr]) -> Any:
                 raise _Refused(f"a matrix power must be an integer from 1 to {MAX_POWER}")
             if left.rows != left.cols:
                 raise _Refused(f"only a square matrix has powers; {left} is {left.rows} x {left.cols}")
+            if _degree(left) * int(right) > MAX_DEGREE:
+                raise _Refused(f"a product of more than {MAX_DEGREE} Gaussian matrices (degree {_degree(left) * int(right)}) is "
+                               "beyond what the engine solves")
             out = left
             for _ in range(int(right) - 1):
                 out = out * left
@@ -118,8 +143,10 @@ def parse_polynomial(text: Any, matrices: Mapping[str, MatrixExpr], field: str =
                          "written, so only ASCII names are read)")
     try:
         tree = ast.parse(stripped, mode="eval")
-    except (SyntaxError, ValueError):
-        raise ValueError(f"{field}: cannot read {text!r}: not an expression") from None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise ValueError(f"{field}: cannot read {text!r}: not an expression (or nested too deeply)") from None
+    if sum(isinstance(node, (ast.BinOp, ast.UnaryOp)) for node in ast.walk(tree)) > MAX_NODES:
+        raise ValueError(f"{field}: cannot read {text!r}: more than {MAX_NODES} operations")
     try:
         value = _walk(tree, stripped, matrices)
     except _Refused as exc:
