@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import time
 from typing import Any
 
@@ -49,7 +50,7 @@ def timed_sweep(workers: int, args: argparse.Namespace) -> tuple[float, float, d
     """Seconds of the workers' warm-up and of the sweep, and its figures, on a fresh local cluster of
     ``workers`` single-threaded workers."""
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
+                      dashboard_address=None, silence_logs=logging.CRITICAL) as cluster:
         vary = [parse_vary(f"beta=0.25:1.5:{args.points}")]
         start = time.perf_counter()
         with Client(cluster) as client:

@@ -173,6 +173,14 @@ CASES: dict[str, Case] = {
     "verify sizes": Case(("verify", "mha", "--n", "18"), 2, "gemhsa-sym: error: d_k: "),
     "scheduler nobody": Case(("verify", "single-head", "--n", "20", "--scheduler", "tcp://127.0.0.1:9", "--scheduler-timeout", "1"), 2,
                              "gemhsa-sym: error: scheduler: no Dask scheduler answered at 'tcp://127.0.0.1:9' within 1 s"),
+    "scheduler empty": Case(("verify", "single-head", "--n", "20", "--scheduler", ""), 2,
+                            "gemhsa-sym verify: error: argument --scheduler: '' is not the address of a Dask scheduler"),
+    "scheduler not an address": Case(("verify", "single-head", "--n", "20", "--scheduler", "not an address"), 2,
+                                     "gemhsa-sym verify: error: argument --scheduler: 'not an address' is not the address"),
+    "scheduler inproc": Case(("sweep", "single-head", "--vary", "beta=1,2", "--scheduler", "inproc://x"), 2,
+                             "gemhsa-sym sweep: error: argument --scheduler: 'inproc://x' is not the address"),
+    "scheduler http": Case(("verify", "single-head", "--n", "20", "--scheduler", "http://127.0.0.1:8787"), 2,
+                           "gemhsa-sym verify: error: argument --scheduler: 'http://127.0.0.1:8787' is not the address"),
     "scheduler timeout 0": Case(("verify", "single-head", "--scheduler-timeout", "0"), 2,
                                 "gemhsa-sym verify: error: argument --scheduler-timeout: must be"),
     # --- sweep and claims --------------------------------------------------------------------
@@ -460,3 +468,23 @@ def test_the_kernel_cache_falls_back_to_a_temporary_folder(monkeypatch: pytest.M
     assert cache_folder(tmp_path / "package", tmp_path / "home", writable=lambda folder: folder.name == "home") is None
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     assert cache_folder(tmp_path / "package", tmp_path / "home", writable=lambda folder: False) is None
+
+
+def test_a_silent_scheduler_is_given_up_on_at_the_timeout() -> None:
+    """A loopback server that accepts and never answers: the connection is given up on at --scheduler-timeout (plus one
+    second), one line naming the scheduler, status 2 (Dask's own handshake alone would hold it for 30 s)."""
+    import socket
+
+    pytest.importorskip("distributed")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        start = time.perf_counter()
+        with pytest.raises(ConnectionError, match=f"^scheduler: no Dask scheduler answered at '{address}' within 2 s"):
+            with open_executor(scheduler=address, timeout=2.0):
+                pass
+        assert time.perf_counter() - start < 10
+    finally:
+        server.close()

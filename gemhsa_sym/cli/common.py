@@ -20,7 +20,7 @@ from gemhsa_sym.layer.config import MAX_HEADS, Config
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.presets import load_config, load_input
 from gemhsa_sym.layer.sharing import INFINITE_HEADS
-from gemhsa_sym.sampling.executors import SCHEDULER_TIMEOUT
+from gemhsa_sym.sampling.executors import SCHEDULER_TIMEOUT, check_scheduler
 from gemhsa_sym.sampling.sampler import BACKENDS, DEVICES, check_backend
 from gemhsa_sym.verification.plots import check_plot
 
@@ -186,7 +186,7 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     """``--jobs``, ``--scheduler``, ``--scheduler-timeout`` and ``--quiet``."""
     parser.add_argument("--jobs", type=integer("jobs", 1, MAX_JOBS), default=1, help="local worker processes (default 1)")
     parser.add_argument(
-        "--scheduler", metavar="ADDRESS",
+        "--scheduler", metavar="ADDRESS", type=_scheduler,
         help="submit the tasks to this Dask distributed scheduler (needs the 'dask' extra) instead of local processes",
     )
     parser.add_argument("--scheduler-timeout", type=seconds, default=SCHEDULER_TIMEOUT, metavar="SECONDS",
@@ -207,6 +207,14 @@ def check_backend_arguments(args: argparse.Namespace, workers: int | None) -> No
     """Before any work: ``--backend`` and ``--device`` go together and, where the draws run on this machine
     (``workers`` local processes; None on a scheduler), torch imports and the device is there."""
     check_backend(args.backend, args.device, workers)
+
+
+def _scheduler(text: str) -> str:
+    """``--scheduler`` through :func:`~gemhsa_sym.sampling.executors.check_scheduler`, its error as argparse's."""
+    try:
+        return check_scheduler(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("scheduler: ")) from None
 
 
 def check_outputs(files: Sequence[tuple[str, Any]] = (), folders: Sequence[tuple[str, Any]] = (),

@@ -389,7 +389,7 @@ class SpectralLaw(Law):
         entries = ([{"exact": str(v), "float": float(v)} for v in exact] if all(v.is_number for v in exact)
                    else [{"exact": None, "float": float(v)} for v in self.numeric_moments(moments)])
         probes = [complex(m) for m in np.atleast_1d(self.stieltjes(np.array(PROBES)))]
-        return tabulate(self, self.source_data, entries, probes, cdf)
+        return tabulate(self, self.source_data, entries, probes, self.edges(dps=16), cdf)
 
 
 def spectral_law(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any] | None = None) -> SpectralLaw:

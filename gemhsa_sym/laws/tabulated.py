@@ -187,12 +187,14 @@ def _graded(a: float, b: float, hard: bool, points: int) -> np.ndarray:
     return a + (b - a) * (1 - np.cos(np.pi * s)) / 2
 
 
-def tabulate(law: Law, source: dict[str, Any], moments: list[dict[str, Any]], probes: list[complex], cdf: bool = True) -> TabulatedLaw:
+def tabulate(law: Law, source: dict[str, Any], moments: list[dict[str, Any]], probes: list[complex], edges: list[Edge],
+             cdf: bool = True) -> TabulatedLaw:
     """The table of a law of compact support (:class:`TabulatedLaw`): its cdf without the atoms on :data:`CDF_POINTS`
-    points of every support interval graded towards its edges (``cdf=False``: no table), its edges to 16 digits, atoms,
-    ``moments`` and ``probes`` (m at :data:`PROBES`), methods and reasons, and the seconds this took."""
+    points of every support interval between ``edges`` (those the law's cdf is built on, to 16 digits) graded towards
+    them (``cdf=False``: no table), atoms, ``moments`` and ``probes`` (m at :data:`PROBES`), methods and reasons, and
+    the seconds this took."""
     start = time.perf_counter()
-    edges, atoms = law.edges(), law.atoms()
+    atoms = law.atoms()
     grids, values = [np.zeros(0)], [np.zeros(0)]
     if cdf:
         for lo, hi in zip(edges[::2], edges[1::2]):

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -27,12 +29,14 @@ from tqdm import tqdm
 from gemhsa_sym.progress import enabled as progress_shown
 from gemhsa_sym.progress import lines, note
 
-__all__ = ["SCHEDULER_TIMEOUT", "LocalPool", "Task", "local_workers", "open_executor", "run_tasks", "show_progress"]
+__all__ = ["SCHEDULER_TIMEOUT", "LocalPool", "Task", "check_scheduler", "local_workers", "open_executor", "run_tasks", "show_progress"]
 
 #: A task: a picklable module-level function and its arguments.
 Task = tuple[Callable[..., Any], tuple[Any, ...]]
 #: Seconds to wait for a Dask scheduler to answer.
 SCHEDULER_TIMEOUT = 10.0
+#: The address of a Dask scheduler (docs/verification.md §4.6).
+SCHEDULER_ADDRESS = re.compile(r"(tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}")
 #: Seconds to wait for a terminated worker to exit.
 _JOIN = 5.0
 
@@ -105,20 +109,45 @@ def local_workers(executor: Executor | None) -> int | None:
     return executor.workers if isinstance(executor, LocalPool) else None
 
 
+def check_scheduler(address: str) -> str:
+    """A Dask scheduler's address as ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` (``HOST:PORT`` is taken as tcp);
+    ValueError naming the option for anything else, before any connection is tried."""
+    text = address.strip() if isinstance(address, str) else ""
+    full = text if "://" in text else f"tcp://{text}"
+    if not SCHEDULER_ADDRESS.fullmatch(full) or not 0 < int(full.rsplit(":", 1)[1]) < 65536:
+        raise ValueError(f"scheduler: {address!r} is not the address of a Dask scheduler; expected tcp://HOST:PORT "
+                         "(or tls://HOST:PORT), as `dask scheduler` prints it")
+    return full
+
+
 @contextmanager
 def _dask_executor(scheduler: str, timeout: float) -> Iterator[Executor]:
-    """The executor of a Dask ``Client`` connected to ``scheduler`` within ``timeout`` seconds."""
+    """The executor of a Dask ``Client`` connected to ``scheduler`` within ``timeout`` seconds: the client is made in a
+    thread that is given up on at the timeout, since a server that accepts and stays silent can hold Dask's own
+    handshake longer."""
+    address = check_scheduler(scheduler)
     try:
         from distributed import Client
     except ImportError:
         raise NotImplementedError(
             "scheduler: the Dask executor needs the 'dask' extra: pip install 'gemhsa_sym[dask]'"
         ) from None
-    try:
-        client = Client(scheduler, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConnectionError(f"scheduler: no Dask scheduler answered at {scheduler!r} within {timeout:g} s ({reason})") from None
+    made: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            made["client"] = Client(address, timeout=timeout, set_as_default=False)
+        except Exception as exc:  # reported by the caller, which names the scheduler
+            made["error"] = exc
+
+    thread = threading.Thread(target=connect, daemon=True, name="gemhsa-sym dask client")
+    thread.start()
+    thread.join(timeout + 1.0)
+    if "client" not in made:
+        exc = made.get("error")
+        reason = "no answer" if exc is None else (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        raise ConnectionError(f"scheduler: no Dask scheduler answered at {scheduler!r} within {timeout:g} s ({reason})")
+    client = made["client"]
     executor = client.get_executor()
     try:
         yield executor
