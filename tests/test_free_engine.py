@@ -714,7 +714,7 @@ def test_reductions_are_proved_and_false_claims_are_refused():
     reduction kept, vanishes."""
     import mpmath
 
-    from gemhsa_sym.free.equations.reductions import INVARIANCE_DPS, _invariant
+    from gemhsa_sym.free.equations.reductions import INVARIANCE_DPS, invariant_under_dyson
     from gemhsa_sym.free.numeric.systems import MP, NumericSystem
     from gemhsa_sym.laws.spectral import SpectralLaw
 
@@ -728,8 +728,8 @@ def test_reductions_are_proved_and_false_claims_are_refused():
     with mpmath.workdps(INVARIANCE_DPS):
         full_mp = NumericSystem.build(full, {}, MP)
     kept = next(u for u in reduced.unknowns if u != full.output)
-    assert not _invariant(full_mp, full.unknowns, {full.output}, law.scale)
-    assert not _invariant(full_mp, full.unknowns, {kept}, law.scale)
+    assert not invariant_under_dyson(full_mp, full.unknowns, {full.output}, law.scale)
+    assert not invariant_under_dyson(full_mp, full.unknowns, {kept}, law.scale)
 
 
 # ---------------------------------------------------------------------------------------

@@ -114,3 +114,16 @@ def test_a_configuration_imports_nothing_of_the_engine() -> None:
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     heavy = [m for m in loaded if m.startswith(("gemhsa_sym.free", "gemhsa_sym.laws", "gemhsa_sym.sampling", "numba", "torch"))]
     assert "gemhsa_sym.layer.config" in loaded and not heavy, heavy
+
+
+def test_tests_use_only_public_names() -> None:
+    """No test imports a name of the package that starts with an underscore or reaches for a private attribute
+    (``_repr_latex_`` is IPython's protocol, not private)."""
+    private = []
+    for path in (ROOT / "tests").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gemhsa_sym"):
+                private += [f"{path.name}: {a.name}" for a in node.names if a.name.startswith("_")]
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.endswith("_"):
+                private.append(f"{path.name}:{node.lineno}: .{node.attr}")
+    assert not private, private

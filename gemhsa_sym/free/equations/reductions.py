@@ -64,7 +64,7 @@ def _substitute(system: DysonSystem, zero: set[sp.Symbol], rep: Mapping[sp.Symbo
     )
 
 
-def _invariant(full: NumericSystem, unknowns: tuple[sp.Symbol, ...], zero: set[sp.Symbol], scale: float) -> bool:
+def invariant_under_dyson(full: NumericSystem, unknowns: tuple[sp.Symbol, ...], zero: set[sp.Symbol], scale: float) -> bool:
     """Whether S = {g_u = 0 for u in zero} is invariant under R(., w): R(g, w) vanishes on ``zero``
     at three random g in S and w in the upper half plane (a fixed seed), to INVARIANCE_TOL.
     ``full`` is the full system built at INVARIANCE_DPS digits."""
@@ -113,7 +113,7 @@ def reduce_system(system: DysonSystem, values: Mapping[sp.Symbol, object], scale
         rep[u] = u
     with mpmath.workdps(INVARIANCE_DPS):
         full_mp = NumericSystem.build(system, values, MP)
-    if not _invariant(full_mp, system.unknowns, zero, scale):
+    if not invariant_under_dyson(full_mp, system.unknowns, zero, scale):
         return system
     identity = {u: u for u in system.unknowns}
     merged = sum(1 for u, r in rep.items() if r != u)
