@@ -488,3 +488,12 @@ def test_a_silent_scheduler_is_given_up_on_at_the_timeout() -> None:
         assert time.perf_counter() - start < 10
     finally:
         server.close()
+
+
+@pytest.mark.slow
+def test_a_residual_of_1e_100_is_solved_not_refused() -> None:
+    """``residual = "1e-100"``: the atom masses from P, whose coefficients span 800 decades, are found (no
+    NoConvergence) and there is no atom; the moments are those of Marchenko-Pastur at ratio 1 (1, 2, 5) to 1e-12."""
+    law = AttentionLaw(PRESETS["single-head"].replace(residual=sp.Rational(1, 10**100)))
+    assert not [atom for atom in law.algebraic_atoms() or [] if atom.mass > 0]
+    assert [float(m) for m in law.moments(3)] == pytest.approx([1, 2, 5], rel=1e-12)

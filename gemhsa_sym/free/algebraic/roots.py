@@ -273,10 +273,14 @@ def atom_masses(elimination: Elimination) -> list[sp.Expr]:
     P = sp.Poly(elimination.specialised(), M, W)
     low = min(j - i for (i, j), _ in P.terms())
     Q = sp.Poly(sum(c * a**i for (i, j), c in P.terms() if j - i == low), a)
-    found = [r for r in sp.roots(Q, filter=None) if r.is_real is not False]
-    if sum(sp.roots(Q).values()) < Q.degree():  # not all roots in radicals: numeric roots
+    exact = sp.roots(Q, filter=None)
+    found = [r for r in exact if r.is_real is not False]
+    if sum(exact.values()) < Q.degree():  # not all roots in radicals: numeric roots
         with mpmath.workdps(40):
-            found = [sp.Float(r, 30) for r in mpmath.polyroots([mpmath.mpf(sp.N(c, 50)) for c in Q.all_coeffs()], maxsteps=200, extraprec=200) if abs(mpmath.im(r)) < 1e-25]
+            coefficients = [mpmath.mpf(sp.N(c, 50)) for c in Q.all_coeffs()]
+            spread = max(mpmath.mag(c) for c in coefficients if c) - min(mpmath.mag(c) for c in coefficients if c)
+            roots = mpmath.polyroots(coefficients, maxsteps=200 + 20 * Q.degree(), extraprec=200 + 2 * spread)
+            found = [sp.Float(mpmath.re(r), 30) for r in roots if abs(mpmath.im(r)) < 1e-25]
     return sorted({r for r in found if -1e-25 <= float(sp.N(r)) <= 1 + 1e-25}, key=lambda r: float(sp.N(r)))
 
 
