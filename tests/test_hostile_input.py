@@ -221,6 +221,7 @@ CASES: dict[str, Case] = {
     # --- valid edge cases: answered, not refused ----------------------------------------------
     "latex to /dev/null": Case(("derive", "marchenko-pastur", "--latex", "/dev/null"), 0, ""),
     "beta 0 is the point mass": Case(("derive", "single-head", "--beta", "0", "--dps", "5"), 0, ""),
+    "infinitely many heads at beta 0": Case(("derive", "single-head", "--set", "heads=oo", "--beta", "0", "--dps", "5"), 0, ""),
 }
 
 
@@ -264,7 +265,7 @@ def test_command_line_case(name: str, tmp_path: Path, monkeypatch: pytest.Monkey
 
 #: Cases that also run as a separate ``gemhsa-sym`` process (exit status and stderr as a user sees them).
 SUBPROCESS = ("beta injection", "polynomial escape", "toml injection", "dps 0", "n memory", "verify plot suffix",
-              "vary heads text", "claims presets", "beta 0 is the point mass")
+              "vary heads text", "claims presets", "beta 0 is the point mass", "infinitely many heads at beta 0")
 
 
 def _run(case: Case, folder: Path) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -303,9 +304,11 @@ def test_command_line_process(name: str, processes: dict[str, Any]) -> None:
         assert seconds <= 2 * processes["bare"] + SLACK, f"{seconds:.1f} s against {processes['bare']:.1f} s for a bare command"
 
 
-def test_point_mass_at_beta_zero_is_reported(processes: dict[str, Any]) -> None:
-    done, _ = processes["results"]["beta 0 is the point mass"]
-    assert "atom at 0: mass 1" in done.stdout
+@pytest.mark.parametrize("name", ["beta 0 is the point mass", "infinitely many heads at beta 0"])
+def test_point_mass_at_beta_zero_is_reported(name: str, processes: dict[str, Any]) -> None:
+    """Y = 0: the point mass at 0, with no minimal system to build (its reason is printed instead)."""
+    done, _ = processes["results"][name]
+    assert "atom at 0: mass 1" in done.stdout and "minimal system: none (Y = 0" in done.stdout
 
 
 # --- the Python API -------------------------------------------------------------------------
