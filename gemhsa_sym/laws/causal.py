@@ -33,6 +33,7 @@ from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.equivalent import MU1, SIGMA, gaussian_equivalent, head_sum
 from gemhsa_sym.layer.hermite import hermite_data
+from gemhsa_sym.progress import note
 
 __all__ = ["NOISE_PROFILE", "CDF_GRID", "MASKED_CDF_GRID", "QUANTILES", "UNRESOLVED_TAIL", "causal_model",
            "causal_distribution", "causal_tail", "causal_report", "validated_distribution"]
@@ -99,8 +100,11 @@ def causal_distribution(config: Config, tol: float = REPORT_TOL) -> Distribution
     """The distribution function of the causal law on :data:`CDF_GRID` (:data:`MASKED_CDF_GRID` for masked scores)
     (docs/solving.md §3.11)."""
     model = causal_model(config)
-    grid = MASKED_CDF_GRID if isinstance(model, MaskedScoresModel) else CDF_GRID
-    return distribution(model, np.array(grid), tol)
+    masked = isinstance(model, MaskedScoresModel)
+    note(f"a causal law is solved level by level to {tol:g} in F: "
+         + ("the two-point equation of masked scores, tens of minutes for softmax scores (the library's causal "
+            "presets are read at once by gemhsa_sym.law(name))" if masked else "a few minutes"))
+    return distribution(model, np.array(MASKED_CDF_GRID if masked else CDF_GRID), tol)
 
 
 def causal_tail(config: Config, law: Distribution) -> float | None:

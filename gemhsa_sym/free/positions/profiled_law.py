@@ -30,7 +30,7 @@ from gemhsa_sym.free.numeric.descent import BranchError
 from gemhsa_sym.free.numeric.systems import NumericSystem
 from gemhsa_sym.free.positions.profiles import Profile, Quadrature, profiled_system
 from gemhsa_sym.parse import to_number
-from gemhsa_sym.progress import note
+from gemhsa_sym.progress import note, stage
 
 __all__ = ["LEVELS", "ProfileError", "LeveledModel", "ProfiledModel", "ProfiledValues", "Distribution", "stieltjes",
            "density", "distribution"]
@@ -252,8 +252,10 @@ def distribution(model: LeveledModel, x: Any, tol: float = 1e-6) -> Distribution
     x = np.asarray(x, dtype=float)
     if x.ndim != 1 or x.size < 2 or np.any(np.diff(x) <= 0) or x[0] <= 0:
         raise ValueError("x: expected an increasing grid of positive points")
-    start, error = mass_below(model, float(x[0]), tol)
-    values = stieltjes(model, x + 0j, tol, floor=1e-6 * x)
+    with stage(f"F({x[0]:.3g}): m(w) on the half circle up to it, level by level"):
+        start, error = mass_below(model, float(x[0]), tol)
+    with stage(f"the density at {x.size} points up to {x[-1]:.3g}, level by level"):
+        values = stieltjes(model, x + 0j, tol, floor=1e-6 * x)
     rho = -values.m.imag / np.pi
     steps = np.diff(np.log(x))
     f, df = x * rho, x * values.error / np.pi  # the density in log x and its error
