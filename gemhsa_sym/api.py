@@ -47,9 +47,11 @@ def load(source: str | Path) -> Config | PolynomialModel:
 
 def law(source: Source | MatrixExpr | ExchangeableSum | Law, ratios: Mapping[Dim, Any] | None = None,
         values: Mapping[Any, Any] | None = None) -> Law:
-    """The law of ``source`` (module docstring). A preset of the library whose law costs minutes to solve (a causal
-    layer) is read from the library's validated record; a polynomial needs ``ratios`` (each dimension's size over N)
-    and may take ``values`` of its parameters."""
+    """The law of ``source`` (module docstring). A preset named by its name is read from the library's record, validated
+    against its configuration: a causal layer's law is the record's distribution function; any other takes P(m, w) and
+    the record from it (written by this package version; else derived afresh, with a warning); ``gs.law(gs.load(name))``
+    derives it afresh. A polynomial needs ``ratios`` (each dimension's size over N) and may take ``values`` of its
+    parameters."""
     if isinstance(source, (MatrixExpr, ExchangeableSum)):
         if ratios is None:
             raise ValueError("ratios: a polynomial's law needs the ratio of every dimension to N")

@@ -62,9 +62,13 @@ def test_a_model_file_is_told_from_a_configuration(tmp_path: Path) -> None:
 
 
 def test_derive_a_model_file_prints_the_product_law(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["derive", WISHART]) == 0
-    text = capsys.readouterr().out
     low, high = product_edges()
+    assert main(["derive", WISHART]) == 0  # a new derivation: the folds refined on P
+    text = capsys.readouterr().out
+    assert f"edge (lower, hard, polynomial): {str(low)[:27]}" in text or f"edge (lower, polynomial): {str(low)[:27]}" in text
+    assert f"edge (upper, polynomial): {str(high)[:26]}" in text and "--edges discriminant classifies" in text
+    assert main(["derive", WISHART, "--edges", "discriminant"]) == 0
+    text = capsys.readouterr().out
     assert f"edge (lower, discriminant): {str(low)[:27]}" in text
     assert f"edge (upper, discriminant): {str(high)[:26]}" in text
     assert "atom at 0: mass 0.5 = 1/2" in text and "configuration: wishart-product" in text
@@ -73,7 +77,7 @@ def test_derive_a_model_file_prints_the_product_law(capsys: pytest.CaptureFixtur
 
 def test_derive_json_and_latex_of_a_model_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     latex = tmp_path / "product.tex"
-    data = run_json(capsys, "derive", WISHART, "--latex", str(latex), "--grid", "0.5:3:3")
+    data = run_json(capsys, "derive", WISHART, "--latex", str(latex), "--grid", "0.5:3:3", "--edges", "discriminant")
     assert {"name", "model", "ratios", "moments", "polynomial", "edges", "atoms", "latex", "timing", "density"} <= set(data)
     assert "config" not in data and "coefficients" not in data
     assert data["name"] == "wishart-product"

@@ -19,7 +19,7 @@ from test_elimination import in_reference_symbols, same_up_to_a_constant
 from test_free_engine import REFERENCE, reference_law
 
 from gemhsa_sym.free.algebraic.elimination import M
-from gemhsa_sym.free.algebraic.guessing import GuessError, guess_polynomial
+from gemhsa_sym.free.algebraic.guessing import GuessError, guess_polynomial, predicted_degrees
 from gemhsa_sym.free.algebraic.modular_series import ModularSystem, primes_below
 from gemhsa_sym.free.algebraic.roots import classify_edges
 from gemhsa_sym.free.equations.series import moment_series
@@ -128,7 +128,9 @@ def test_tied_kv_polynomial_through_the_law_and_its_edges():
     law = preset_law("tied-kv")
     e = law.algebraic(time_limit=8)
     assert e.method == "series guess" and (e.degree_m, e.degree_w) == (26, 19)
-    assert "resultants: did not finish" in e.attempts[0]
+    # the route: the series predicts degree 26, past the resultants, so the guess runs first and alone
+    assert e.attempts[0].startswith("route: the series predicts degree 26 in m") and len(e.attempts) == 2
+    assert e.attempts[1].startswith("symbolic parameters, series guess: finished")
     ratio = sp.cancel(e.polynomial / guessed("tied-kv"))
     assert ratio.is_Rational and ratio != 0
     found = classify_edges(law.density, law.scale, e, 30, time_limit=300).edges
@@ -136,6 +138,37 @@ def test_tied_kv_polynomial_through_the_law_and_its_edges():
     assert [e.side for e in found] == [f.side for f in folds] == ["lower", "upper"]
     for a, b in zip(found, folds):
         assert abs(a.location - b.location) <= mpmath.mpf(10) ** -25 * max(1, abs(b.location))
+
+
+def test_the_symbolic_route_tries_resultants_first():
+    """With symbolic=True the resultants run first whatever the series predicts (and time out for tied-kv), then the
+    guess finds the same P."""
+    e = AttentionLaw(PRESETS["tied-kv"], symbolic=True).algebraic(time_limit=8)
+    assert e.attempts[:2] == ("route: the symbolic plan first, as asked",
+                              "symbolic parameters, resultants: did not finish within the time limit of 8 s")
+    ratio = sp.cancel(e.polynomial / guessed("tied-kv"))
+    assert ratio.is_Rational and ratio != 0
+
+
+@pytest.mark.parametrize("name, degree", [("single-head", 20), ("tied-kv", 26), ("heads-infinite", 9)])
+def test_the_series_predicts_the_degree_of_p(name, degree):
+    """The degree in m at one random point modulo one prime equals that of P found by elimination
+    (docs/reference-values.md: 20 for one head; tied-kv's 26 from the guess verified above)."""
+    law = preset_law(name)
+    symbols = tuple(sorted(law.system.parameters, key=str))
+    assert predicted_degrees(law.system, {}, symbols)[0] == degree
+    assert predicted_degrees(law.system, {}, symbols, max_degree=8) is None
+
+
+def test_a_degree_past_every_bound_skips_the_resultants():
+    """tokens-two-level: the series shows no P of degree at most 64 in m at a random point, so only the guesses run
+    (and refuse its three or four parameters at once); no resultant spends its time limit."""
+    e = preset_law("tokens-two-level").algebraic()
+    assert e.polynomial is None and e.attempts[0].startswith("route: the series predicts a degree above 64 in m")
+    assert [a.split(":")[0] for a in e.attempts[1:]] == ["symbolic parameters, series guess",
+                                                         "parameters at their values, series guess"]
+    assert e.reason.startswith("elimination (flint) route: the series predicts a degree above 64")
+    assert ", resultants" not in e.reason
 
 
 def branch_point(P: sp.Expr, values: dict, m0: complex, w0: float) -> tuple[mpmath.mpc, mpmath.mpc]:

@@ -126,8 +126,9 @@ def test_interrupted_results_do_not_differ_from_an_uninterrupted_run(tmp_path: P
 
 
 def test_derive_stops_its_elimination_process(tmp_path: Path) -> None:
-    """tied-kv's elimination runs in a child process for its whole time limit; an interrupt stops both."""
-    status, err, seconds = _interrupt(["derive", "tied-kv", "--json", "--latex", str(tmp_path / "t.tex")],
+    """tied-kv's resultants (tried first with --symbolic) run in a child process for their whole time limit; an
+    interrupt stops both."""
+    status, err, seconds = _interrupt(["derive", "tied-kv", "--symbolic", "--json", "--latex", str(tmp_path / "t.tex")],
                                       "gemhsa-sym: eliminating P(m, w)", tmp_path)
     assert status == 130 and err.strip().splitlines()[-1] == "gemhsa-sym: interrupted"
     assert seconds <= EXIT_WITHIN

@@ -79,7 +79,8 @@ def test_mha_edges_refined_on_p_are_its_classified_discriminant_edges():
 
 def test_derive_with_polynomial_edges_skips_the_discriminant(capsys: pytest.CaptureFixture[str]):
     """``derive --edges polynomial``: the record's edges are the folds refined on P (no candidates), the product
-    law's discriminant roots to 28 digits; the default classifies every real root."""
+    law's discriminant roots to 28 digits (the default of a new derivation); ``--edges discriminant`` classifies every real
+    root."""
     wishart = str(Path(__file__).resolve().parents[1] / "derivations" / "wishart-product.toml")
     assert main(["derive", wishart, "--edges", "polynomial", "--json"]) == 0
     refined = json.loads(capsys.readouterr().out)
@@ -87,6 +88,8 @@ def test_derive_with_polynomial_edges_skips_the_discriminant(capsys: pytest.Capt
     with mpmath.workdps(40):
         assert all(abs(mpmath.mpf(e["location"]) - mpmath.mpf(want)) < TOL for e, want in zip(refined["edges"], PRODUCT_EDGES))
     assert main(["derive", wishart, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["edge_method"] == "polynomial"
+    assert main(["derive", wishart, "--edges", "discriminant", "--json"]) == 0
     classified = json.loads(capsys.readouterr().out)
     assert classified["edge_method"] == "discriminant" and len(classified["edge_candidates"]) == 4
 

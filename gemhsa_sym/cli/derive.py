@@ -6,15 +6,21 @@ import argparse
 import json
 import time
 
-from gemhsa_sym.cli.common import add_config_arguments, check_outputs, digits, grid, heads_count, input_from_args, seconds
+from gemhsa_sym.cli.common import add_config_arguments, check_outputs, digits, grid, heads_count, input_from_args, overrides, seconds
 from gemhsa_sym.export.document import document
+from gemhsa_sym.export.record import LawRecord
 from gemhsa_sym.export.writers import WRITERS, write
 from gemhsa_sym.files import write_atomic
 from gemhsa_sym.free.numeric.results import MAX_DPS
 from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.laws.causal_law import CausalLaw
+from gemhsa_sym.laws.recorded import answers_record
 from gemhsa_sym.laws.resolve import law_of
+from gemhsa_sym.laws.spectral import SpectralLaw
 from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.polynomial_model import PolynomialModel
+from gemhsa_sym.layer.presets import PRESETS
+from gemhsa_sym.library.catalogue import library_law, library_record
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +39,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "CONFIG may also be a polynomial model file (polynomial = \"...\" over declared Gaussian\n"
             "matrices, as in derivations/wishart-product.toml): the same for the law of Y^T Y of its\n"
             "polynomial, without coefficients; --set changes its ratios and scales\n"
-            "(dimensions.NAME=R, gaussians.NAME.scale=S), and --heads and --beta are refused."
+            "(dimensions.NAME=R, gaussians.NAME.scale=S), and --heads and --beta are refused.\n\n"
+            "A preset named without --set, --beta or --heads is read from the library's record\n"
+            "(written by this package version for the same configuration; a second or two)\n"
+            "unless --recompute; what the record does not hold (--grid, --full, other --dps or\n"
+            "--edges) is computed from the law with the record's P(m, w)."
         ),
     )
     add_config_arguments(parser, models=True)
@@ -56,35 +66,63 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--time-limit", type=seconds, default=20.0, metavar="SECONDS",
                         help="seconds allowed to each elimination attempt for P(m, w) and to its discriminant "
                              "(default 20, at most 3600)")
-    parser.add_argument("--edges", choices=("discriminant", "polynomial"), default="discriminant",
-                        help="where P(m, w) is found: 'discriminant' (default) classifies every real root of its "
-                             "discriminant (edges, cusps, gaps) where that finishes within the time limit, else "
-                             "refines the folds; 'polynomial' refines the continuation's folds as solutions of "
-                             "P = dP/dm = 0 by Newton's method only (milliseconds, but no cusp or edge the folds "
-                             "missed)")
+    parser.add_argument("--edges", choices=("discriminant", "polynomial"),
+                        help="where P(m, w) is found: 'polynomial' (the default of a new derivation) refines the "
+                             "continuation's folds as solutions of P = dP/dm = 0 by Newton's method (milliseconds, but "
+                             "no cusp or edge the folds missed); 'discriminant' classifies every real root of its "
+                             "discriminant (edges, cusps, gaps) where that finishes within the time limit, else refines "
+                             "the folds. A preset read from the library keeps its record's edges (the discriminant's "
+                             "where it finished when the record was written)")
+    parser.add_argument("--symbolic", action="store_true",
+                        help="P(m, w) symbolic in the parameters where any attempt finds it: resultants and the series "
+                             "guess with the parameters symbolic before either at their values (by default the series "
+                             "modulo a prime predicts P's degree first, and above 24 in m every series guess runs before "
+                             "any resultants, which do not finish there); implies --recompute")
+    parser.add_argument("--recompute", action="store_true",
+                        help="derive a preset afresh instead of reading the library's record of it (used only when it is "
+                             "the record of the same configuration written by this package version; `gemhsa-sym "
+                             "derivations --check` proves the records are what the engine computes)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Derive, solve and report."""
+    """Derive, solve and report; a preset from the library's record unless ``--recompute``."""
     check_outputs(files=[("latex", args.latex), *(("export", path) for _, path in args.export)])
     config = input_from_args(args, {"--heads": args.heads is not None})
     if args.heads is not None:  # refused above for a polynomial model
         config = config.with_heads(args.heads)
+    named = (not args.recompute and not args.symbolic and args.config in PRESETS and not overrides(args)
+             and args.heads is None)
     points = args.grid
     start = time.perf_counter()
-    law = law_of(config)
+    known = library_record(args.config, config) if named and isinstance(config, Config) else None
+    answered = known is not None and answers_record(known, args.dps, 3, args.time_limit, args.edges or "discriminant", None)
+    if answered and points is None and not args.full:  # the record answers everything asked: no law to derive
+        return _report(args, config, known, None, start, start, "the library's record")
+    if known is not None:
+        law = AttentionLaw(config, known=known)
+    elif named and isinstance(config, Config) and config.mask_rule.causal:  # its record, validated: minutes saved
+        law = library_law(args.config) or law_of(config)
+    else:
+        law = law_of(config, symbolic=args.symbolic)
     if not law.answers("moments"):  # a heavy-tailed law: quantiles, tail and achieved error instead
         for name, _ in args.export:
             if name not in ("latex", "json"):
                 raise ValueError(f"export: {name} prints P(m, w), the minimal system and the moments, which this law has "
                                  f"none of ({law.reason('moments')}); export latex or json")
         return _run_causal(args, config, law, start)
-    derived = time.perf_counter() - start
-    record = law.record(args.dps, time_limit=args.time_limit, edges=args.edges)
+    derived = time.perf_counter()
+    record = law.record(args.dps, time_limit=args.time_limit, edges=args.edges or ("discriminant" if answered else "polynomial"))
+    return _report(args, config, record, law, start, derived, "the library's record" if record is known else "derived")
+
+
+def _report(args: argparse.Namespace, config: Config | PolynomialModel, record: LawRecord, law: SpectralLaw | None,
+            start: float, derived: float, source: str) -> int:
+    """Write and print the record of a law (``law`` None: read from the library, nothing derived)."""
     report = record.to_json()
-    report["timing"] = {"derive_s": derived, "total_s": time.perf_counter() - start}
-    if points is not None:  # the root of P where it was found: one unknown instead of the Dyson system's
+    report["timing"] = {"derive_s": derived - start, "total_s": time.perf_counter() - start, "source": source}
+    points = args.grid
+    if points is not None and law is not None:  # the root of P where it was found: one unknown instead of the Dyson system's
         method = "polynomial" if record.polynomial is not None else "dyson"
         report["density"] = {"x": points.tolist(), "density": law.density(points, method=method).tolist()}
     if args.latex:
@@ -96,11 +134,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"configuration: {config.name or args.config}: {config.summary()}")
     print(f"the law of {config.statement}")
-    if isinstance(law, AttentionLaw):
-        print(f"coefficients: mu_1 = {law.coefficients.mu1}, sigma^2 = {law.coefficients.sigma2}")
-    print(f"model: Y = {law.model}" + ("  (the engine's normalisation: every Gaussian N(0, scale/n); the scores' 1/sqrt(d_k) "
-                                        "is the factor 1/sqrt(d_k/n) of mu_1)" if isinstance(law, AttentionLaw) else ""))
-    if args.full:
+    coefficients = report.get("coefficients")
+    if coefficients:
+        print(f"coefficients: mu_1 = {coefficients['mu1']}, sigma^2 = {coefficients['sigma2']}")
+    print(f"model: Y = {report['model']}" + ("  (the engine's normalisation: every Gaussian N(0, scale/n); the scores' "
+                                             "1/sqrt(d_k) is the factor 1/sqrt(d_k/n) of mu_1)" if coefficients else ""))
+    if args.full and law is not None:
         print(f"reduced Dyson system:\n{law.system}")
     else:
         _print_system(report["system"])
@@ -115,13 +154,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"moment {k}: {m['symbolic']}\n          = {m['exact']}" + (f" = {m['float']:.15g}" if m["float"] is not None else ""))
     for e in report["edges"]:
         print(f"edge ({e['side']}{', hard' if e['hard'] else ''}, {report['edge_method']}): {e['location']}")
+    if report["edge_method"] == "polynomial":
+        print("edges: the continuation's folds refined on P; --edges discriminant classifies every real root of P's "
+              "discriminant (cusps and gaps too) within --time-limit")
     for a in report["atoms"]:
         print(f"atom at {a['location']:g}: mass {a['mass']:.12g}" + (f" = {a['exact']}" if a["exact"] is not None else ""))
     if points is not None:
         print("x\tdensity")
         for x, r in zip(points, report["density"]["density"]):
             print(f"{x:.8g}\t{r:.12g}")
-    print(f"derived in {derived:.2f} s, solved in {report['timing']['total_s'] - derived:.2f} s")
+    if law is None:
+        print(f"read from the library's record (package version {record.version}, checked against the configuration) in "
+              f"{report['timing']['total_s']:.2f} s; --recompute derives it afresh")
+    else:
+        print(f"{'derived' if source == 'derived' else 'read from the library'} in {report['timing']['derive_s']:.2f} s, "
+              f"solved in {report['timing']['total_s'] - report['timing']['derive_s']:.2f} s")
     return 0
 
 

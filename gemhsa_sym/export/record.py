@@ -19,6 +19,7 @@ import mpmath
 import sympy as sp
 from sympy.matrices.expressions import MatAdd
 
+from gemhsa_sym import __version__
 from gemhsa_sym.export.exact import table, tree
 from gemhsa_sym.export.latex import WIDTH, printed_width, terms_of
 from gemhsa_sym.free.algebraic.elimination import Elimination, M
@@ -135,17 +136,20 @@ class LawRecord:
     summary: str | None = None
     #: What the law is the law of, with every normalisation (``Config.statement``, docs/model.md §1.1)
     statement: str | None = None
+    #: The package version that wrote the record, and the digits of its edges (docs/exports.md §5.3)
+    version: str = ""
+    dps: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        """The record as JSON types, the name first."""
+        """The record as JSON types: the name, the version and the digits first."""
         data = asdict(self)
-        name = data.pop("name")
+        head = {"name": data.pop("name"), "version": data.pop("version"), "dps": data.pop("dps")}
         info = data["polynomial_info"]
         data["polynomial_info"] = {"variables": info.pop("variables"), **info}
         for key in ("coefficients", "heads", "template", "meanings"):
             if data["latex"][key] is None:
                 del data["latex"][key]
-        return ({"name": name} if name is not None else {}) | data
+        return ({k: v for k, v in head.items() if k != "name" or v is not None}) | data
 
 
 @dataclass(frozen=True)
@@ -158,8 +162,8 @@ class AttentionRecord(LawRecord):
 
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
-        head = {"name": data.pop("name", None), "config": data.pop("config"), "config_toml": data.pop("config_toml"),
-                "coefficients": data.pop("coefficients")}
+        head = {"name": data.pop("name", None), "version": data.pop("version"), "dps": data.pop("dps"),
+                "config": data.pop("config"), "config_toml": data.pop("config_toml"), "coefficients": data.pop("coefficients")}
         return head | data
 
 
@@ -255,4 +259,6 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         latex=latex,
         exact=exact_parts,
         system={"reason": reason} if reason is not None else system_entry(minimal, meanings, derivation.pencil, str(model)),
+        version=__version__,
+        dps=dps,
     )

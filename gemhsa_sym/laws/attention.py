@@ -7,7 +7,7 @@ from typing import Any
 
 import sympy as sp
 
-from gemhsa_sym.export.record import AttentionRecord
+from gemhsa_sym.export.record import AttentionRecord, LawRecord
 from gemhsa_sym.free.equations.heads_limit import LimitError
 from gemhsa_sym.free.equations.scale import ScaleError
 from gemhsa_sym.laws.spectral import RecordEdges, SpectralLaw
@@ -25,9 +25,12 @@ BETA = sp.Symbol("beta", real=True)
 class AttentionLaw(SpectralLaw):
     """The law of the eigenvalues of Y_c^T Y_c / n (docs/model.md §1.1) with its derivation attached."""
 
-    def __init__(self, config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None) -> None:
+    def __init__(self, config: Config, heads: int | sp.Symbol | None = None, values: dict | None = None,
+                 known: AttentionRecord | None = None, symbolic: bool = False) -> None:
         if heads is not None and not isinstance(heads, sp.Symbol) and integer_value("heads", heads) < 1:
             raise ValueError(f"heads: a number of heads is a positive integer or a SymPy symbol, got {heads!r}")
+        if known is not None and known.config != config.to_dict():
+            raise ValueError("known: the record is not of this configuration")
         if config.mask_rule.causal:
             raise ValueError("mask: a causal layer's law is a CausalLaw (gemhsa_sym.law, docs/extensions.md §8.6), "
                              "not a spectral law of one polynomial")
@@ -35,7 +38,7 @@ class AttentionLaw(SpectralLaw):
         ge = gaussian_equivalent(config, heads)
         self.coefficients: HermiteData = ge.coefficients
         try:
-            super().__init__(ge.model, ge.ratios, {**ge.values, **(values or {})})
+            super().__init__(ge.model, ge.ratios, {**ge.values, **(values or {})}, known=known, symbolic=symbolic)
         except LimitError as exc:
             raise ValueError(f"heads: infinitely many heads of this configuration have no limit law ({exc}); draw a finite "
                              "number of heads instead (--heads H)") from None
@@ -54,7 +57,9 @@ class AttentionLaw(SpectralLaw):
                discriminant_limit: float | None = None) -> AttentionRecord:
         """The law's record (:class:`.free.record.AttentionRecord`) with the configuration and the
         Gaussian-equivalence coefficients."""
-        base = super().record(dps, moments, time_limit, edges, discriminant_limit)
+        base: LawRecord = super().record(dps, moments, time_limit, edges, discriminant_limit)
+        if base is self.known:
+            return base
         c = self.coefficients
         scale = self.config.score_scale
         general = hermite_data(self.config.score, BETA * scale, self.config.normalisation)

@@ -15,9 +15,9 @@ __all__ = ["ModelLaw"]
 class ModelLaw(SpectralLaw):
     """The law of a :class:`PolynomialModel` (``source``); its record carries the model's name."""
 
-    def __init__(self, model: PolynomialModel) -> None:
+    def __init__(self, model: PolynomialModel, symbolic: bool = False) -> None:
         self.source = model
-        super().__init__(*model.parsed())
+        super().__init__(*model.parsed(), symbolic=symbolic)
 
     @property
     def source_data(self) -> dict[str, Any]:

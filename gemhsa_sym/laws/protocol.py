@@ -13,12 +13,14 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import stats
 
 from gemhsa_sym.free.numeric.results import Atom, Edge
+
+if TYPE_CHECKING:
+    from scipy import stats
 
 __all__ = ["QUERIES", "Law", "NoAnswer", "check_points", "choose_method"]
 
@@ -182,6 +184,8 @@ class Law(ABC):
         ``ppf``, ``moment`` (where the law has moments), ``rvs`` (by the quantile) and every ``scipy.stats`` tool
         that takes a distribution or its ``cdf`` (``ks_1samp``) read this law; ``scipy.stats.make_distribution``
         accepts it where scipy has it. Refused (:class:`NoAnswer`) where the cdf is answered on a range only."""
+        from scipy import stats  # imported on use: scipy.stats costs half a second to import
+
         lo, hi, whole = self.quantile_bracket()
         if not whole:
             raise NoAnswer("to_scipy", f"this law's cdf is answered on [{lo:g}, {hi:g}] only, not on the whole line")

@@ -12,11 +12,12 @@ from gemhsa_sym.layer.polynomial_model import PolynomialModel
 __all__ = ["law_of"]
 
 
-def law_of(source: Config | PolynomialModel) -> Law:
+def law_of(source: Config | PolynomialModel, symbolic: bool = False) -> Law:
     """The law of an attention configuration (a :class:`~.causal_law.CausalLaw` for a causal mask, an
-    :class:`~.attention.AttentionLaw` otherwise) or of a polynomial model (:class:`~.polynomial.ModelLaw`)."""
+    :class:`~.attention.AttentionLaw` otherwise) or of a polynomial model (:class:`~.polynomial.ModelLaw`); ``symbolic``:
+    a spectral law's elimination tries the parameters symbolic first (:class:`~.spectral.SpectralLaw`)."""
     if isinstance(source, PolynomialModel):
-        return ModelLaw(source)
+        return ModelLaw(source, symbolic=symbolic)
     if not isinstance(source, Config):
         raise TypeError(f"source: expected a Config or a PolynomialModel, got {type(source).__name__}")
-    return CausalLaw(source) if source.mask_rule.causal else AttentionLaw(source)
+    return CausalLaw(source) if source.mask_rule.causal else AttentionLaw(source, symbolic=symbolic)

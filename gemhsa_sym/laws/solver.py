@@ -193,9 +193,9 @@ class BranchSolver:
                 out.append(+(mpmath.conj(m) if conj else m))
         return out[0] if np.ndim(w) == 0 else np.array(out, dtype=object)
 
-    def solutions(self, dps: int = 40) -> list[tuple[complex, np.ndarray]]:
-        """The physical solution at three generic points of the upper half plane, to ``dps`` digits
-        (where the elimination chooses the factor of its resultant)."""
-        points = [complex(z) for z in probe_points(self.scale, 3)]
+    def solutions(self, dps: int = 40, unit: float | None = None) -> list[tuple[complex, np.ndarray]]:
+        """The physical solution at three generic points of the upper half plane in units of ``unit`` (default the
+        law's scale), to ``dps`` digits (where the elimination chooses the factor of its resultant)."""
+        points = [complex(z) for z in probe_points(self.scale if unit is None else unit, 3)]
         g = self.branch(np.array(points), dyson=True)
         return [(w, self.refine(w, g0, dps)) for w, g0 in zip(points, g)]

@@ -17,6 +17,7 @@ Every edge and atom records the method that found it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from collections.abc import Mapping
@@ -30,13 +31,12 @@ from sympy.matrices.expressions import MatrixExpr
 from gemhsa_sym.export.document import document
 from gemhsa_sym.export.latex import aligned_system
 from gemhsa_sym.export.record import LawRecord, build_record
-from gemhsa_sym.free.algebraic.bounded import run_bounded
-from gemhsa_sym.free.algebraic.elimination import Elimination, M, eliminate
+from gemhsa_sym.free.algebraic.elimination import TIME_LIMIT, Elimination, M, eliminate
 from gemhsa_sym.free.algebraic.polynomial_edges import polynomial_edges
 from gemhsa_sym.free.algebraic.roots import atoms_from_polynomial, classify_edges, density_closed_form
 from gemhsa_sym.free.equations.derivation import Derivation, derivation
 from gemhsa_sym.free.equations.meanings import Meaning, meanings
-from gemhsa_sym.free.equations.minimal import MinimalSystem, check_minimal, minimal_system
+from gemhsa_sym.free.equations.minimal import MinimalSystem, bounded_minimal
 from gemhsa_sym.free.equations.series import moment_series
 from gemhsa_sym.free.expressions.exchangeable import ExchangeableSum
 from gemhsa_sym.free.expressions.matrices import Dim
@@ -44,6 +44,7 @@ from gemhsa_sym.free.expressions.system import DysonSystem, W
 from gemhsa_sym.free.numeric.results import WORK_DPS, Atom, Edge, EdgeClassification, check_dps
 from gemhsa_sym.laws.integrals import Band, Core, continuous_pieces, contour_moments
 from gemhsa_sym.laws.protocol import Law, check_points, choose_method
+from gemhsa_sym.laws.recorded import answers_record, recorded_elimination
 from gemhsa_sym.laws.solver import BranchSolver, ValueMethod
 from gemhsa_sym.laws.support import SupportScan, atom_at_zero, fold_edges, scan_support, top_of_support
 from gemhsa_sym.laws.tabulated import PROBES, TabulatedLaw, tabulate
@@ -58,11 +59,16 @@ RecordEdges = Literal["discriminant", "polynomial"]
 
 
 class SpectralLaw(Law):
-    """Limiting law of the eigenvalues of Y^T Y (module docstring); answers the protocol of :class:`.protocol.Law`."""
+    """Limiting law of the eigenvalues of Y^T Y (module docstring); answers the protocol of :class:`.protocol.Law`.
+    ``known``, a record of this law written before (the library's), gives P(m, w) and answers :meth:`record`'s requests
+    that match it (:mod:`.recorded`); ``symbolic`` makes every elimination try the parameters symbolic first
+    (:func:`.elimination.eliminate`), and then no record is taken."""
 
     def __init__(self, model: MatrixExpr | ExchangeableSum, ratios: Mapping[Dim, Any],
-                 values: Mapping[sp.Symbol, Any] | None = None, reduce: bool = True) -> None:
+                 values: Mapping[sp.Symbol, Any] | None = None, reduce: bool = True, known: LawRecord | None = None,
+                 symbolic: bool = False) -> None:
         self.derivation: Derivation = derivation(model, ratios, values, reduce)
+        self.known, self.symbolic = (None if symbolic else known), symbolic
         self._solvers: dict[str, BranchSolver] = {"dyson": BranchSolver(self.derivation)}
         self._eliminations: dict[tuple[float, str | None], Elimination] = {}
         self._answers: dict[tuple[Any, ...], Any] = {}
@@ -89,17 +95,8 @@ class SpectralLaw(Law):
         """The minimal system (docs/equations.md §2.7), its symbolic elimination bounded by ``time_limit`` seconds in a child
         process (ValueError with the reason past it), proved against the reduced one by :func:`.minimal.check_minimal`
         (50 digits, 1e-40); none for the point mass at 0 (Y = 0), whose m(w) = 1/w needs no system."""
-        def build() -> MinimalSystem | str:
-            if self.zero:
-                return "Y = 0: the law is the point mass at 0, m(w) = 1/w"
-            status, minimal = run_bounded(minimal_system, (self.system,), time_limit)
-            if status != "ok":
-                return (f"its symbolic elimination did not finish within {time_limit:g} s" if status == "timeout"
-                        else f"its symbolic elimination failed ({minimal})")
-            check_minimal(minimal, self.derivation.probe, self.scale)
-            return minimal
-
-        found = self._cached(("minimal", float(time_limit)), build)
+        found = self._cached(("minimal", float(time_limit)), lambda: "Y = 0: the law is the point mass at 0, m(w) = 1/w"
+                             if self.zero else bounded_minimal(self.system, self.derivation.probe, self.scale, time_limit))
         if isinstance(found, str):
             raise ValueError(f"minimal: no minimal system: {found}")
         return found
@@ -251,10 +248,14 @@ class SpectralLaw(Law):
         if key not in self._eliminations:
             if self.zero:  # m(w) = 1/w
                 self._eliminations[key] = Elimination(M * W - 1, None, 1, 1, (), {}, {}, {}, "exact", 0.0)
+            elif self.known is not None and key == (TIME_LIMIT, None):  # what the record's elimination found at this limit
+                self._eliminations[key] = recorded_elimination(self.known, self.system, self.values, lambda: self._solvers[
+                    "dyson"].solutions(unit=self._top()))  # near the support, where every term of P counts
             else:
                 solutions = self._solvers["dyson"].solutions()
                 with stage(f"eliminating P(m, w) (at most {key[0]:g} s per attempt)"):
-                    self._eliminations[key] = eliminate(self.system, self.values, solutions, key[0], backend)
+                    self._eliminations[key] = eliminate(self.system, self.values, solutions, key[0], backend,
+                                                        symbolic=self.symbolic)
         return self._eliminations[key]
 
     def algebraic_edges(self, dps: int = 30, time_limit: float = 20.0,
@@ -296,20 +297,20 @@ class SpectralLaw(Law):
     # ---- record, export, samples -------------------------------------------------------
     def record(self, dps: int = 30, moments: int = 3, time_limit: float = 20.0, edges: RecordEdges = "discriminant",
                discriminant_limit: float | None = None) -> LawRecord:
-        """Everything derived (:class:`.record.LawRecord`). Edges where P exists: with ``edges="discriminant"``
-        the classified discriminant roots of P, else (the discriminant does not finish within ``discriminant_limit``,
-        default ``time_limit``, or fails, or ``edges="polynomial"``) the folds refined on P; without P, or where that
-        refinement fails, the continuation's folds. Atoms from P when it gives them, else by descent.
-        ``time_limit`` bounds each attempt of the elimination of P (:meth:`algebraic`)."""
+        """Everything derived (:class:`.record.LawRecord`), or the record ``known`` where it answers the request. Edges
+        where P exists: with ``edges="discriminant"`` the classified discriminant roots of P, else (the discriminant does
+        not finish within ``discriminant_limit``, default ``time_limit``, or fails, or ``edges="polynomial"``) the folds
+        refined on P; without P, or where that refinement fails, the continuation's folds. Atoms from P when it gives
+        them, else by descent. ``time_limit`` bounds each attempt of the elimination of P (:meth:`algebraic`)."""
         dps = check_dps(dps)
         chosen = choose_method(edges, "discriminant", ("discriminant", "polynomial"), "edges")
+        if self.known is not None and answers_record(self.known, dps, moments, time_limit, chosen, discriminant_limit):
+            return self.known
         elimination = self.algebraic(time_limit)
         classified = None
         if elimination.polynomial is not None and chosen == "discriminant":
-            try:
+            with contextlib.suppress(ValueError):  # the discriminant failed: the folds refined on P follow
                 classified = self.algebraic_edges(dps, time_limit, discriminant_limit)
-            except ValueError:  # the discriminant failed: classified stays None, the folds refined on P follow
-                pass
         found: list[Edge] = []
         if classified is None:
             try:
@@ -322,10 +323,8 @@ class SpectralLaw(Law):
         except ValueError as exc:
             minimal = str(exc).removeprefix("minimal: no minimal system: ")
         return build_record(self.derivation, self.moments(moments), self.moments(moments, symbolic=True), elimination,
-                            classified, found,
-                            exact_atoms if exact_atoms is not None else self.atoms(),
-                            "polynomial" if exact_atoms is not None else "continuation", dps,
-                            minimal, self.meanings())
+                            classified, found, exact_atoms if exact_atoms is not None else self.atoms(),
+                            "polynomial" if exact_atoms is not None else "continuation", dps, minimal, self.meanings())
 
     def to_latex(self, dps: int = 30) -> str:
         """A standalone LaTeX document of the derivation (:func:`.document.document`)."""
@@ -346,7 +345,6 @@ class SpectralLaw(Law):
         """Eigenvalues of Y^T Y for finite Gaussian matrices at sizes ratio * N (one row per draw)."""
         return sample_polynomial(self.polynomial, self.ratios, self.values, N, seed, draws)
 
-
     # ---- the rest of the protocol (docs/solving.md §3.15) ----------------------------------
     def methods(self) -> dict[str, str]:
         """The method of every query (each query that takes ``method=`` names its others)."""
@@ -363,7 +361,9 @@ class SpectralLaw(Law):
             "support": "the intervals between the fold edges",
             "tail_exponent": "inf: the support is compact",
             "achieved_error": "|total mass - 1| of the atoms and the pieces of the CDF",
-            "record": "everything derived, with P(m, w) where elimination finds it", "to_latex": "the record as a document",
+            "record": "everything derived, with P(m, w) where elimination finds it" + (
+                "; P and the record as written by the library where a request matches it" if self.known else ""),
+            "to_latex": "the record as a document",
         }
 
     def reasons(self) -> dict[str, str]:

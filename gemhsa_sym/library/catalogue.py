@@ -3,18 +3,23 @@
 
 The library ships inside the package (``gemhsa_sym/library/records``, the repository's ``derivations/``
 folder), found by :data:`LIBRARY` wherever the package is installed; a folder of one's own is read the
-same way. :func:`library_law` answers a library entry from its committed record where solving costs
-minutes (a causal law), after validating the record against the entry's configuration.
+same way. :func:`library_law` answers a library entry from its committed record, after validating the
+record against the entry's configuration (and, for a derived law, the package version): a causal law
+from its distribution function, another law with the record's P(m, w) and the record itself.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from gemhsa_sym import __version__
 from gemhsa_sym.export.causal_record import record_law
+from gemhsa_sym.export.record import AttentionRecord, record_from_json
 from gemhsa_sym.files import read_json
+from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.laws.causal_law import CausalLaw
 from gemhsa_sym.laws.protocol import Law
 from gemhsa_sym.laws.resolve import law_of
@@ -22,7 +27,7 @@ from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.presets import read_input
 from gemhsa_sym.library import LIBRARY
 
-__all__ = ["LIBRARY", "causal_source", "check_file", "library_law", "load", "records", "verification"]
+__all__ = ["LIBRARY", "causal_source", "check_file", "library_law", "library_record", "load", "records", "verification"]
 
 def check_file(path: Path) -> None:
     """Read a library file as :func:`load` does, without solving: ValueError naming the field otherwise."""
@@ -65,14 +70,44 @@ def causal_source(source: Any) -> Config | None:
     return source if isinstance(source, Config) and source.mask_rule.causal else None
 
 
+def library_record(name: str, config: Config, folder: Path = LIBRARY) -> AttentionRecord | None:
+    """The committed record of the library entry ``name`` where it is the record of ``config``'s law written by this
+    version of the package (docs/exports.md §5.3): None where the entry has none or is causal, and, with a warning
+    naming the file and why, where its record is of another configuration or version or is not a record."""
+    file = Path(folder) / f"{name}.json"
+    if config.mask_rule.causal or not file.is_file():
+        return None
+    data = read_json(file, "record")
+    why = ("it is not an attention layer's record" if not isinstance(data, dict) or "config" not in data
+           else "it is the record of another configuration" if data["config"] != config.to_dict()
+           else f"it was written by version {data.get('version') or 'unknown'}, this is {__version__}"
+           if data.get("version") != __version__ else None)
+    if why is None:
+        try:
+            record = record_from_json(data)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            why = f"it is not a record ({type(exc).__name__}: {exc})"
+        else:
+            if isinstance(record, AttentionRecord):
+                return record
+            why = "it is not an attention layer's record"
+    warnings.warn(f"library: {file} is not used ({why}); deriving the law afresh", stacklevel=2)
+    return None
+
+
 def library_law(name: str, folder: Path = LIBRARY) -> Law | None:
-    """The law of the library entry ``name`` read from its committed record, for a causal layer (whose law costs
-    minutes to solve), after :func:`~gemhsa_sym.export.causal_record.record_law` validates the record against the
-    entry's configuration; None where the entry has no record to read or is not causal (its law is derived)."""
+    """The law of the library entry ``name`` read from its committed record: for a causal layer (whose law costs minutes
+    to solve) the law of its distribution function after :func:`~gemhsa_sym.export.causal_record.record_law` validates
+    it; for another layer the derived law that takes its P(m, w) (checked on the physical solution) and its record from
+    :func:`library_record`. None where the entry has no record that qualifies."""
     toml, record = Path(folder) / f"{name}.toml", Path(folder) / f"{name}.json"
     if not toml.is_file() or not record.is_file():
         return None
-    config = causal_source(read_input(toml))
+    source = read_input(toml)
+    if isinstance(source, Config) and not source.mask_rule.causal:
+        known = library_record(name, source, folder)
+        return None if known is None else AttentionLaw(source, known=known)
+    config = causal_source(source)
     if config is None:
         return None
     data = read_json(record, "record")

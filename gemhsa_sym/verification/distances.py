@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from gemhsa_sym.laws.protocol import Law, NoAnswer
 
@@ -82,6 +81,8 @@ def empirical_w1(law: Law, samples: np.ndarray) -> float:
 
 def two_sample(a: np.ndarray, b: np.ndarray, snap: bool = True) -> dict[str, float]:
     """KS and W1 between two sample sets."""
+    from scipy import stats  # imported on use: scipy.stats costs half a second to import
+
     a, b = clean(a, snap), clean(b, snap)
     return {"ks": float(stats.ks_2samp(a, b, method="asymp").statistic), "w1": float(stats.wasserstein_distance(a, b))}
 

@@ -1,35 +1,25 @@
-"""One polynomial equation P(m, w) = 0 for the Stieltjes transform of a law (docs/solving.md §3.2).
+"""One polynomial equation P(m, w) = 0 for the Stieltjes transform of a law (docs/solving.md §3.2, §3.12).
 
-By Cramer's rule every unknown read out of a sector inverse is a rational
-function of the others: with D_s = det M_s and adj the adjugate,
-
-    g_j * prod_s D_s - sum_{(s, a, b, c)} c * adj(M_s)_ba * prod_{s' != s} D_s' = 0,
-
-one polynomial equation per unknown in the unknowns, w and the parameters
-(the product runs over the sectors that g_j reads). The unknowns other than
-m = the system's output are eliminated one at a time by resultants
-(Res_x(p, q) lies in the ideal of p and q). Every resultant is factored over
-the rationals and only the irreducible factors that vanish at the physical
-solution are kept; the physical solution is known numerically to 40 digits
-at a few points of the upper half plane, so spurious components (det M_s = 0,
-other sheets) are dropped at every step. The first equation left in m and w
-alone is irreducible and vanishes on the physical branch: it is the minimal
-polynomial P of m(w) over Q(w, parameters).
+P is the minimal polynomial of m(w) over Q(w, parameters), found by one of the attempts of
+:mod:`.attempts` (resultants of the Cramer equations, or the series of m(w) modulo primes guessed and
+verified), each in a child process stopped at the time limit.
 
 Exact arithmetic needs rational coefficients: irrational numbers in the
 system (e.g. sigma^2 = e - 2 of softmax at beta = 1) become symbols, named
 by the caller where it knows them (``constants``), and stay symbolic in P.
-Parameters without a value in ``values`` or with one stay symbolic when the
-elimination finishes within ``time_limit``; otherwise P is guessed from the
-series of m(w) modulo primes and verified (:mod:`.guessing`), and where that
-fails too both are repeated with the parameters' values substituted; the
-result says which. Each attempt runs in a child process that is stopped at
-the time limit.
+Two plans: the parameters symbolic, then at their values. The route
+(:func:`_route`) orders the attempts by what is cheap to know first: the
+series modulo a prime gives P's degree in m in about a second, and where it
+is above :data:`RESULTANT_DEGREE`, beyond which resultants have not finished
+within the time limit, every plan's series guess comes before any
+resultants; otherwise each plan's resultants come first, then its guess. The
+result says which attempt found P and at which plan.
 
 python-flint's multivariate polynomials over Q (``fmpq_mpoly``: resultant,
 factor) are the default back end; SymPy's ``resultant`` and ``factor_list``
 are the reference one (much slower); see :mod:`.polynomials`, :mod:`.cramer`
-and :mod:`.constants`.
+and :mod:`.constants`. :func:`adopted` takes a P found before (a record of
+the law) and checks it on the physical solution.
 
 The polynomial is written in the symbols :data:`M` (m, the Stieltjes
 transform m(w) = (1/q) tr (w - Y^T Y)^{-1} ~ 1/w) and :data:`~.system.W` (w).
@@ -38,33 +28,34 @@ transform m(w) = (1/q) tr (w - Y^T Y)^{-1} ~ 1/w) and :data:`~.system.W` (w).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import mpmath
 import sympy as sp
 
-from gemhsa_sym.free.algebraic.bounded import deadline_check, run_bounded
+from gemhsa_sym.free.algebraic.attempts import CHECK_DPS, METHODS, VANISH, Job
+from gemhsa_sym.free.algebraic.bounded import run_bounded
 from gemhsa_sym.free.algebraic.constants import abstract_constants
-from gemhsa_sym.free.algebraic.cramer import cramer_equations
-from gemhsa_sym.free.algebraic.guessing import guess_polynomial
-from gemhsa_sym.free.algebraic.polynomials import BACKENDS, PolynomialBackend, polynomial_backend
+from gemhsa_sym.free.algebraic.guessing import predicted_degrees
+from gemhsa_sym.free.algebraic.polynomials import BACKENDS
 from gemhsa_sym.free.expressions.system import DysonSystem, W
+from gemhsa_sym.progress import note
 
-__all__ = ["M", "Elimination", "eliminate", "abstract_constants", "available_backends"]
+__all__ = ["M", "Elimination", "abstract_constants", "adopted", "available_backends", "eliminate"]
 
 #: The Stieltjes transform m(w) in P(m, w).
 M = sp.Symbol("m")
 #: Default time limit of one elimination attempt, in seconds.
 TIME_LIMIT = 20.0
-#: Digits of the physical solutions used to choose factors, and the vanishing threshold.
-CHECK_DPS = 40
-VANISH = mpmath.mpf(10) ** -20
-#: Candidates tried per step: the cheapest by a degree estimate, within a factor
-#: LOOKAHEAD_SPREAD of the cheapest; the smallest result wins.
-LOOKAHEAD = 3
-LOOKAHEAD_SPREAD = 2
+#: The route (:func:`_route`): above this degree of P in m the series guess goes first (resultants finished within
+#: 1.2 s for every preset's P of degree 20 and within 20 s for none of degree 26 or more), and the seconds the
+#: prediction may take.
+RESULTANT_DEGREE = 24
+PREDICT_LIMIT = 10.0
+#: The highest degree in m the prediction looks for (above it, resultants are hopeless too).
+PREDICT_DEGREE = 64
 
 
 @dataclass(frozen=True)
@@ -111,160 +102,62 @@ def available_backends() -> tuple[str, ...]:
 # ---- elimination ------------------------------------------------------------------------
 
 
-def _double_residual(B: PolynomialBackend, p: Any, point: Sequence[complex]) -> float:
-    """The relative residual in double precision (a quick test; inf when it overflows)."""
-    total, scale = 0j, 0.0
-    try:
-        for mono, c in B.terms(p):
-            t = complex(float(c))
-            for i, e in enumerate(mono):
-                if e:
-                    t *= point[i] ** e
-            total += t
-            scale += abs(t)
-    except OverflowError:
-        return float("inf")
-    return abs(total) / scale if scale else 0.0
+def _coefficients(system: DysonSystem) -> list[sp.Expr]:
+    """Every coefficient of the system's sectors and read-outs."""
+    exprs = [v for sec in system.sectors for v in list(sec.const.values()) + [c for t in sec.lin.values() for c in t.values()]]
+    return [sp.sympify(e) for e in exprs + [c for reads in system.readout.values() for *_, c in reads]]
 
 
-def _relative_residual(B: PolynomialBackend, p: Any, point: Sequence[mpmath.mpc]) -> mpmath.mpf:
-    """|p(point)| over the sum of the moduli of its terms (at the caller's precision)."""
-    total, scale = mpmath.mpc(0), mpmath.mpf(0)
-    powers: dict[tuple[int, int], mpmath.mpc] = {}
-    for mono, c in B.terms(p):
-        t = mpmath.mpf(c.numerator) / c.denominator
-        for i, e in enumerate(mono):
-            if e:
-                key = (i, e)
-                if key not in powers:
-                    powers[key] = point[i] ** e
-                t *= powers[key]
-        total += t
-        scale += abs(t)
-    return abs(total) / scale if scale else mpmath.mpf(0)
+def _parameters(system: DysonSystem) -> list[sp.Symbol]:
+    """The parameters of the system's coefficients, sorted by name."""
+    return sorted(set().union(*[e.free_symbols for e in _coefficients(system)]) - {W} - set(system.unknowns), key=str)
 
 
-def _physical_factor(B: PolynomialBackend, p: Any, points: Sequence[Sequence[mpmath.mpc]], unknowns: set[int]) -> Any | None:
-    """The smallest irreducible factor of p in the ``unknowns`` that vanishes at every physical point
-    (to VANISH relative, at CHECK_DPS digits, after a screen in double precision), or None."""
-    quick = [[complex(v) for v in pt] for pt in points]
-    keep = []
+def _rational_form(system: DysonSystem, values: Mapping[sp.Symbol, sp.Expr], plan: Mapping[sp.Symbol, sp.Expr],
+                   constants: Mapping[sp.Symbol, sp.Expr] | None) -> tuple[dict[sp.Expr, sp.Expr], list[sp.Symbol],
+                                                                         dict[sp.Symbol, sp.Expr], dict[sp.Symbol, sp.Expr]]:
+    """The coefficients with the parameters of ``plan`` substituted and irrational numbers named (:mod:`.constants`): the
+    rewriting, the symbols that stay (sorted by name), the exact value of each, and the named constants."""
+    exprs = [e.xreplace(plan) for e in _coefficients(system)]
+    atom_map, consts = abstract_constants(exprs, constants)
+    rewrite_map = {**{p: v.xreplace(atom_map) for p, v in plan.items()}, **atom_map}
+    kept = sorted({s for e in exprs for s in e.xreplace(rewrite_map).free_symbols} - {W} - set(system.unknowns), key=str)
+    all_values = {**{p: sp.sympify(values[p]) for p in kept if p in values}, **consts}
+    missing = [str(p) for p in kept if p not in all_values]
+    if missing:
+        raise ValueError(f"values: no value for parameter(s) {', '.join(missing)}")
+    return rewrite_map, kept, all_values, consts
+
+
+def _points(solutions: Sequence[tuple[complex | mpmath.mpc, Sequence[mpmath.mpc]]], kept: Sequence[sp.Symbol],
+            all_values: Mapping[sp.Symbol, sp.Expr]) -> list[list[mpmath.mpc]]:
+    """The physical solutions as points (unknowns, w, the kept symbols' values), at CHECK_DPS + 10 digits."""
     with mpmath.workdps(CHECK_DPS + 10):
-        for f in B.factors(p):
-            if not B.variables(f) & unknowns:
-                continue
-            if any(1e-6 < _double_residual(B, f, pt) < float("inf") for pt in quick):
-                continue
-            if all(_relative_residual(B, f, pt) < VANISH for pt in points):
-                keep.append(f)
-    return B.normalised(min(keep, key=B.size)) if keep else None
+        nums = [mpmath.mpmathify(sp.N(all_values[p], CHECK_DPS + 10)) for p in kept]
+        return [[mpmath.mpmathify(v) for v in g] + [mpmath.mpmathify(w)] + nums for w, g in solutions]
 
 
-@dataclass(frozen=True)
-class _Job:
-    """What one attempt works on: the system, the rewriting of its coefficients into rational ones,
-    the generators (unknowns, w, parameters), the physical points and the back end, with its deadline."""
 
-    system: DysonSystem
-    rewrite_map: Mapping[sp.Expr, sp.Expr]
-    gens: Sequence[sp.Symbol]
-    points: Sequence[Sequence[mpmath.mpc]]
-    backend: str | None
-    deadline: float
-
-    @property
-    def output(self) -> int:
-        """The index of m among the generators."""
-        return self.system.unknowns.index(self.system.output)
-
-
-def _guess(job: _Job) -> dict[str, Any]:
-    """P by guessing from the modular series (:mod:`.guessing`), then the factor of it that is
-    irreducible and vanishes on the physical solution (as for the resultants); the same result
-    form as :func:`_run`."""
-    B = polynomial_backend(job.backend, job.gens)
-    n = len(job.system.unknowns)
-    terms = guess_polynomial(job.system, job.rewrite_map, list(job.gens[n + 1:]), deadline_check(job.deadline))
-    place = [job.output, *range(n, len(job.gens))]  # m, then w and the parameters, where they stand in gens
-    p = B.from_terms({_spread(e, place, len(job.gens)): c for e, c in terms.items()})
-    P = _physical_factor(B, p, job.points, {job.output})
-    if P is None:
-        raise ArithmeticError("series guess: the guessed polynomial does not vanish at the physical solution")
-    return {"terms": B.terms(P), "steps": 0, "backend": B.name}
-
-
-def _spread(exponents: tuple[int, ...], place: Sequence[int], size: int) -> tuple[int, ...]:
-    """Exponents in (m, w, parameters) order placed at their generators' positions ``place``."""
-    out = [0] * size
-    for k, e in enumerate(exponents):
-        out[place[k]] = e
-    return tuple(out)
-
-
-def _run(job: _Job) -> dict[str, Any]:
-    """The elimination proper (module docstring); returns P as a term dictionary."""
-    system, points = job.system, job.points
-    B = polynomial_backend(job.backend, job.gens)
-    n = len(system.unknowns)
-    out = job.output
-    unknown_idx = set(range(n))
-
-    def rewrite(e: sp.Expr) -> sp.Expr:
-        return sp.expand(sp.sympify(e).xreplace(dict(job.rewrite_map)))
-
-    check_time = deadline_check(job.deadline)
-
-    def physical(p: Any) -> Any | None:
-        return _physical_factor(B, p, points, unknown_idx)
-
-    def clean(polys: Iterable[Any], known: list[Any]) -> list[Any]:
-        found = list(known)
-        for p in polys:
-            check_time()
-            if B.size(p) == 0:
-                continue
-            f = physical(p)
-            if f is None:
-                raise ArithmeticError("elimination: a resultant has no factor vanishing at the physical solution")
-            if all(f != q for q in found):
-                found.append(f)
-        return found[len(known):]
-
-    def step(eqs: list[Any], x: int) -> list[Any]:
-        having = [p for p in eqs if B.degrees(p)[x] > 0]
-        pivot = min(having, key=lambda p: (B.degrees(p)[x], B.size(p)))
-        rest = [p for p in eqs if B.degrees(p)[x] == 0]
-        new = []
-        for q in having:
-            if q is not pivot:
-                check_time()
-                new.append(B.resultant(pivot, q, x))
-        return rest + clean(new, rest)
-
-    def estimate(eqs: list[Any], x: int) -> int:
-        having = [p for p in eqs if B.degrees(p)[x] > 0]
-        pivot = min(having, key=lambda p: (B.degrees(p)[x], B.size(p)))
-        return sum(B.degrees(pivot)[x] * B.degrees(q)[x] * (B.size(pivot) + B.size(q)) for q in having if q is not pivot)
-
-    eqs = clean(cramer_equations(system, B, rewrite), [])
-    steps = 0
-    while True:
-        done = [p for p in eqs if B.variables(p) & unknown_idx == {out}]
-        if done:
-            P = min(done, key=B.size)
-            return {"terms": B.terms(P), "steps": steps, "backend": B.name}
-        live = sorted({x for p in eqs for x in B.variables(p) & unknown_idx} - {out})
-        if not live:
-            raise ArithmeticError("elimination: the output dropped out of every equation")
-        costs = {x: estimate(eqs, x) for x in live}
-        cheapest = min(costs.values())
-        ranked = [x for x in sorted(live, key=costs.get)[:LOOKAHEAD] if costs[x] <= LOOKAHEAD_SPREAD * cheapest]
-        eqs = min((step(eqs, x) for x in ranked), key=lambda es: sum(B.size(p) for p in es))
-        steps += 1
-
-
-#: How P is found, in the order tried for each set of parameters (docs/solving.md §3.2, §3.12).
-METHODS: tuple[tuple[str, Callable[..., dict[str, Any]]], ...] = (("resultants", _run), ("series guess", _guess))
+def _route(system: DysonSystem, plans: Sequence[Mapping[sp.Symbol, sp.Expr]], forms: Sequence[tuple[Any, ...]],
+           time_limit: float) -> tuple[list[tuple[int, str]], str]:
+    """The attempts in order, (plan index, method), and what chose them (docs/solving.md §3.2): where the series of m(w)
+    modulo a prime says P has degree above RESULTANT_DEGREE in m, every plan's series guess before any resultants, and
+    above PREDICT_DEGREE the guesses alone; otherwise, or where the series says nothing within PREDICT_LIMIT seconds,
+    each plan's resultants, then its guess."""
+    last = forms[-1]  # the plan with the fewest symbols: every parameter at its value
+    status, degrees = run_bounded(predicted_degrees, (system, last[0], last[1], PREDICT_DEGREE), min(PREDICT_LIMIT, time_limit))
+    steps = [(k, method) for k in range(len(plans)) for method, _ in METHODS]
+    if status != "ok":
+        return steps, "the series predicted no degree" + (f" ({degrees})" if status == "error" else f" within {PREDICT_LIMIT:g} s")
+    if degrees is not None and degrees[0] <= RESULTANT_DEGREE:
+        return steps, f"the series predicts degree {degrees[0]} in m: resultants first"
+    guesses = [step for step in steps if step[1] == "series guess"]
+    if degrees is None:
+        return guesses, (f"the series predicts a degree above {PREDICT_DEGREE} in m: the series guess only, symbolic then "
+                         f"at the parameters' values (resultants finish only up to about {RESULTANT_DEGREE})")
+    return guesses + [step for step in steps if step not in guesses], (
+        f"the series predicts degree {degrees[0]} in m (resultants finish only up to about {RESULTANT_DEGREE}): "
+        "the series guess first, symbolic then at the parameters' values, resultants last")
 
 
 def eliminate(
@@ -274,64 +167,63 @@ def eliminate(
     time_limit: float = TIME_LIMIT,
     backend: str | None = None,
     constants: Mapping[sp.Symbol, sp.Expr] | None = None,
+    symbolic: bool = False,
 ) -> Elimination:
-    """P(m, w) = 0 for the output of ``system`` by resultant elimination (module docstring).
+    """P(m, w) = 0 for the output of ``system`` (module docstring).
 
     ``values`` gives the law's parameter values, ``solutions`` the physical
     solution (w, unknowns in ``system.unknowns`` order, about 40 digits) at a
     few generic points, ``constants`` names for irrational numbers that may
-    appear. ``time_limit`` bounds each of at most two attempts (parameters
-    symbolic, then substituted).
+    appear. Plans: the parameters symbolic, then at their values; methods:
+    resultants and the series guess; :func:`_route` orders the attempts by the
+    degree the series predicts, or with ``symbolic`` every attempt of the
+    symbolic plan comes first. ``time_limit`` bounds each attempt.
     """
     start = time.monotonic()
     B_name = backend or available_backends()[0]
-    coefficient_exprs = [v for sec in system.sectors for v in list(sec.const.values()) + [c for t in sec.lin.values() for c in t.values()]]
-    coefficient_exprs += [c for reads in system.readout.values() for *_, c in reads]
-    parameters = sorted(set().union(*[sp.sympify(e).free_symbols for e in coefficient_exprs]) - {W} - set(system.unknowns), key=str)
+    parameters = _parameters(system)
     attempts: list[str] = []
     plans: list[dict[sp.Symbol, sp.Expr]] = [{}]
     if any(p in values for p in parameters):
         plans.append({p: sp.sympify(values[p]) for p in parameters if p in values})
-    for plan in plans:
-        exprs = [sp.sympify(e).xreplace(plan) for e in coefficient_exprs]
-        atom_map, consts = abstract_constants(exprs, constants)
-        rewrite_map = {**{p: v.xreplace(atom_map) for p, v in plan.items()}, **atom_map}
-        kept = sorted({s for e in exprs for s in sp.sympify(e).xreplace(rewrite_map).free_symbols} - {W} - set(system.unknowns), key=str)
-        all_values = {**{p: sp.sympify(values[p]) for p in kept if p in values}, **consts}
-        missing = [str(p) for p in kept if p not in all_values]
-        if missing:
-            raise ValueError(f"values: no value for parameter(s) {', '.join(missing)}")
+    forms = [_rational_form(system, values, plan, constants) for plan in plans]
+    if symbolic:
+        steps, chosen = [(k, method) for k in range(len(plans)) for method, _ in METHODS], "the symbolic plan first, as asked"
+    else:
+        steps, chosen = _route(system, plans, forms, time_limit)
+    note(f"elimination route: {chosen}")
+    attempts.append(f"route: {chosen}")
+    runs = dict(METHODS)
+    for k, method in steps:
+        plan, (rewrite_map, kept, all_values, consts) = plans[k], forms[k]
         gens = list(system.unknowns) + [W] + kept
-        with mpmath.workdps(CHECK_DPS + 10):
-            nums = [mpmath.mpmathify(sp.N(all_values[p], CHECK_DPS + 10)) for p in kept]
-            points = [[mpmath.mpmathify(v) for v in g] + [mpmath.mpmathify(w)] + nums for w, g in solutions]
-        for method, run in METHODS:
-            t0 = time.monotonic()
-            job = _Job(system, rewrite_map, gens, points, B_name, t0 + time_limit)
-            status, payload = run_bounded(run, (job,), time_limit)
-            label = ("symbolic parameters" if not plan else "parameters at their values") + f", {method}"
-            if status == "ok":
-                unk = {g: M if g == system.output else g for g in system.unknowns}
-                P = sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.Mul(*[unk.get(g, g) ** e for g, e in zip(gens, m)])
-                             for m, c in payload["terms"]])
-                attempts.append(f"{label}: finished in {time.monotonic() - t0:.2f} s")
-                return Elimination(
-                    polynomial=P,
-                    reason=None,
-                    degree_m=int(sp.degree(P, M)),
-                    degree_w=int(sp.degree(P, W)),
-                    symbolic=tuple(kept),
-                    values=all_values,
-                    substituted=plan,
-                    constants=consts,
-                    backend=payload["backend"],
-                    seconds=time.monotonic() - start,
-                    steps=payload["steps"],
-                    attempts=tuple(attempts),
-                    method=method,
-                )
-            reason = f"did not finish within the time limit of {time_limit:g} s" if status == "timeout" else str(payload)
-            attempts.append(f"{label}: {reason}")
+        label = ("symbolic parameters" if not plan else "parameters at their values") + f", {method}"
+        note(f"trying {label} (at most {time_limit:g} s)")
+        t0 = time.monotonic()
+        job = Job(system, rewrite_map, gens, _points(solutions, kept, all_values), B_name, t0 + time_limit)
+        status, payload = run_bounded(runs[method], (job,), time_limit)
+        if status == "ok":
+            unk = {g: M if g == system.output else g for g in system.unknowns}
+            P = sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.Mul(*[unk.get(g, g) ** e for g, e in zip(gens, m)])
+                         for m, c in payload["terms"]])
+            attempts.append(f"{label}: finished in {time.monotonic() - t0:.2f} s")
+            return Elimination(
+                polynomial=P,
+                reason=None,
+                degree_m=int(sp.degree(P, M)),
+                degree_w=int(sp.degree(P, W)),
+                symbolic=tuple(kept),
+                values=all_values,
+                substituted=plan,
+                constants=consts,
+                backend=payload["backend"],
+                seconds=time.monotonic() - start,
+                steps=payload["steps"],
+                attempts=tuple(attempts),
+                method=method,
+            )
+        reason = f"did not finish within the time limit of {time_limit:g} s" if status == "timeout" else str(payload)
+        attempts.append(f"{label}: {reason}")
     return Elimination(
         polynomial=None,
         reason=f"elimination ({B_name}) " + "; ".join(attempts),
@@ -344,4 +236,44 @@ def eliminate(
         backend=B_name,
         seconds=time.monotonic() - start,
         attempts=tuple(attempts),
+    )
+
+
+def adopted(system: DysonSystem, values: Mapping[sp.Symbol, sp.Expr],
+            solutions: Sequence[tuple[complex | mpmath.mpc, Sequence[mpmath.mpc]]], polynomial: sp.Expr,
+            substituted: Mapping[str, str], method: str, backend: str, constants: Mapping[sp.Symbol, sp.Expr] | None = None) -> Elimination:
+    """P(m, w) found before (a record of this law, which says how) as :func:`eliminate` returns it: the parameters named in
+    ``substituted`` at their values, the others and the irrational constants named as :func:`eliminate` names them, and P
+    checked to vanish on the physical ``solutions`` (VANISH relative, at CHECK_DPS digits); a ValueError saying what
+    differs otherwise."""
+    start = time.monotonic()
+    plan = {p: sp.sympify(values[p]) for p in _parameters(system) if str(p) in substituted}
+    if sorted(str(p) for p in plan) != sorted(substituted) or any(str(v) != substituted[str(p)] for p, v in plan.items()):
+        raise ValueError(f"substituted: {dict(substituted)} are not this law's parameters at their values")
+    _, kept, all_values, consts = _rational_form(system, values, plan, constants)
+    extra = polynomial.free_symbols - {M, W} - set(kept)
+    if extra:
+        raise ValueError(f"polynomial: symbols {sorted(map(str, extra))} are not this law's ({sorted(map(str, kept))})")
+    poly = sp.Poly(polynomial, M, W, *kept)
+    out = system.unknowns.index(system.output)
+    terms = [(mono, mpmath.mpf(int(c.p)) / int(c.q)) for mono, c in poly.terms()]
+    with mpmath.workdps(CHECK_DPS + 10):
+        for point in _points(solutions, kept, all_values):
+            at = [point[out], point[len(system.unknowns)], *point[len(system.unknowns) + 1:]]
+            values_of = [mpmath.fprod(v ** e for v, e in zip(at, mono)) * c for mono, c in terms]
+            if abs(mpmath.fsum(values_of)) >= VANISH * mpmath.fsum(abs(t) for t in values_of):
+                raise ValueError(f"polynomial: does not vanish on the physical solution at w = {complex(point[len(system.unknowns)]):.3g}")
+    return Elimination(
+        polynomial=polynomial,
+        reason=None,
+        degree_m=poly.degree(M),
+        degree_w=poly.degree(W),
+        symbolic=tuple(kept),
+        values=all_values,
+        substituted=plan,
+        constants=consts,
+        backend=backend,
+        seconds=time.monotonic() - start,
+        attempts=("read from a record of this law, checked on the physical solution",),
+        method=method,
     )

@@ -28,13 +28,14 @@ import numpy as np
 import sympy as sp
 from sympy.polys.matrices import DomainMatrix
 
+from gemhsa_sym.free.algebraic.bounded import run_bounded
 from gemhsa_sym.free.expressions.system import DysonSystem, W
 from gemhsa_sym.free.numeric.continuation import follow_branch
 from gemhsa_sym.free.numeric.descent import newton_solve
 from gemhsa_sym.free.numeric.results import top_of
 from gemhsa_sym.free.numeric.systems import DOUBLE, MP, Backend, NumericSystem
 
-__all__ = ["CHECK_DPS", "CHECK_TOL", "MinimalEquations", "MinimalSystem", "MinimalSystemError", "check_minimal",
+__all__ = ["CHECK_DPS", "CHECK_TOL", "MinimalEquations", "MinimalSystem", "MinimalSystemError", "bounded_minimal", "check_minimal",
            "feedback_set", "minimal_system"]
 
 #: Digits of the proof of a minimal system, and the largest difference in m(w) it accepts.
@@ -274,3 +275,14 @@ def check_minimal(minimal: MinimalSystem, values: Mapping[sp.Symbol, object], sc
     if worst > CHECK_TOL:
         raise MinimalSystemError(f"the minimal system's m(w) differs from the reduced system's by {float(worst):.3g}")
     return float(worst)
+
+
+def bounded_minimal(system: DysonSystem, values: Mapping[sp.Symbol, object], scale: float, time_limit: float) -> MinimalSystem | str:
+    """:func:`minimal_system` in a child process stopped after ``time_limit`` seconds, proved by :func:`check_minimal`;
+    past the limit, or where the symbolic elimination fails, the reason as text."""
+    status, minimal = run_bounded(minimal_system, (system,), time_limit)
+    if status != "ok":
+        return (f"its symbolic elimination did not finish within {time_limit:g} s" if status == "timeout"
+                else f"its symbolic elimination failed ({minimal})")
+    check_minimal(minimal, values, scale)
+    return minimal
