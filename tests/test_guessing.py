@@ -19,7 +19,7 @@ from test_elimination import in_reference_symbols, same_up_to_a_constant
 from test_free_engine import REFERENCE, reference_law
 
 from gemhsa_sym.free.algebraic.elimination import M
-from gemhsa_sym.free.algebraic.guessing import GuessError, guess_polynomial, predicted_degrees
+from gemhsa_sym.free.algebraic.guessing import GuessError, guess_polynomial, predicted_shape
 from gemhsa_sym.free.algebraic.modular_series import ModularSystem, primes_below
 from gemhsa_sym.free.algebraic.roots import classify_edges
 from gemhsa_sym.free.equations.series import moment_series
@@ -156,8 +156,8 @@ def test_the_series_predicts_the_degree_of_p(name, degree):
     (docs/reference-values.md: 20 for one head; tied-kv's 26 from the guess verified above)."""
     law = preset_law(name)
     symbols = tuple(sorted(law.system.parameters, key=str))
-    assert predicted_degrees(law.system, {}, symbols)[0] == degree
-    assert predicted_degrees(law.system, {}, symbols, max_degree=8) is None
+    assert predicted_shape(law.system, {}, symbols).a == degree
+    assert predicted_shape(law.system, {}, symbols, max_degree=8) is None
 
 
 def test_a_degree_past_every_bound_skips_the_resultants():

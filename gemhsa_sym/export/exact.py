@@ -86,9 +86,11 @@ def from_tree(data: Any, field: str = "expression", depth: int = 0, evaluate: bo
         raise ValueError(f"{field}: {head} takes other arguments than {len(args)}") from None
 
 
-def table(polynomial: sp.Expr, generators: Sequence[sp.Expr]) -> dict[str, Any]:
-    """A polynomial over Q in ``generators`` as a coefficient table (module docstring)."""
-    poly = sp.Poly(polynomial, *generators, domain=sp.QQ)
+def table(polynomial: sp.Expr | sp.Poly, generators: Sequence[sp.Expr]) -> dict[str, Any]:
+    """A polynomial over Q in ``generators`` as a coefficient table (module docstring); a Poly in those generators is
+    taken as it is."""
+    same = isinstance(polynomial, sp.Poly) and list(polynomial.gens) == list(generators) and polynomial.domain == sp.QQ
+    poly = polynomial if same else sp.Poly(polynomial, *generators, domain=sp.QQ)
     return {"generators": [tree(g) for g in generators], "terms": [[list(e), str(c)] for e, c in poly.terms()]}
 
 

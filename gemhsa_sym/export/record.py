@@ -227,7 +227,7 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
     )
     P = elimination.polynomial
     exact_parts = ExactParts(
-        polynomial=None if P is None else table(P, [M, W, *sorted(P.free_symbols - {M, W}, key=str)]),
+        polynomial=None if P is None else table(elimination.as_poly(), [M, W, *sorted(P.free_symbols - {M, W}, key=str)]),
         moments=[{"exact": tree(m), "symbolic": tree(g)} for m, g in zip(exact, general)],
         values=[[tree(k), tree(v)] for k, v in derivation.values.items()],
         equations=[[tree(c), tree(f)] for c, f in equations],

@@ -31,12 +31,13 @@ from sympy.matrices.expressions import MatrixExpr
 from gemhsa_sym.export.document import document
 from gemhsa_sym.export.latex import aligned_system
 from gemhsa_sym.export.record import LawRecord, build_record
+from gemhsa_sym.free.algebraic.bounded import Bounded
 from gemhsa_sym.free.algebraic.elimination import TIME_LIMIT, Elimination, M, eliminate
 from gemhsa_sym.free.algebraic.polynomial_edges import polynomial_edges
 from gemhsa_sym.free.algebraic.roots import atoms_from_polynomial, classify_edges, density_closed_form
 from gemhsa_sym.free.equations.derivation import Derivation, derivation
 from gemhsa_sym.free.equations.meanings import Meaning, meanings
-from gemhsa_sym.free.equations.minimal import MinimalSystem, bounded_minimal
+from gemhsa_sym.free.equations.minimal import MinimalSystem, bounded_minimal, start_minimal
 from gemhsa_sym.free.equations.series import moment_series
 from gemhsa_sym.free.expressions.exchangeable import ExchangeableSum
 from gemhsa_sym.free.expressions.matrices import Dim
@@ -95,11 +96,14 @@ class SpectralLaw(Law):
         """The minimal system (docs/equations.md §2.7), its symbolic elimination bounded by ``time_limit`` seconds in a child
         process (ValueError with the reason past it), proved against the reduced one by :func:`.minimal.check_minimal`
         (50 digits, 1e-40); none for the point mass at 0 (Y = 0), whose m(w) = 1/w needs no system."""
-        found = self._cached(("minimal", float(time_limit)), lambda: "Y = 0: the law is the point mass at 0, m(w) = 1/w"
-                             if self.zero else bounded_minimal(self.system, self.derivation.probe, self.scale, time_limit))
+        found = self._minimal(time_limit)
         if isinstance(found, str):
             raise ValueError(f"minimal: no minimal system: {found}")
         return found
+
+    def _minimal(self, time_limit: float, started: Bounded | None = None) -> MinimalSystem | str:
+        return self._cached(("minimal", float(time_limit)), lambda: "Y = 0: the law is the point mass at 0, m(w) = 1/w"
+                            if self.zero else bounded_minimal(self.system, self.derivation.probe, self.scale, time_limit, started))
 
     def meanings(self) -> dict[sp.Symbol, Meaning]:
         """What each unknown of the reduced system is (docs/equations.md §2.8)."""
@@ -306,22 +310,23 @@ class SpectralLaw(Law):
         chosen = choose_method(edges, "discriminant", ("discriminant", "polynomial"), "edges")
         if self.known is not None and answers_record(self.known, dps, moments, time_limit, chosen, discriminant_limit):
             return self.known
-        elimination = self.algebraic(time_limit)
-        classified = None
-        if elimination.polynomial is not None and chosen == "discriminant":
-            with contextlib.suppress(ValueError):  # the discriminant failed: the folds refined on P follow
-                classified = self.algebraic_edges(dps, time_limit, discriminant_limit)
-        found: list[Edge] = []
-        if classified is None:
-            try:
-                found = self.edges(dps, "polynomial" if elimination.polynomial is not None else "fold", time_limit)
-            except ValueError:
-                found = self.edges(dps)
-        exact_atoms = self.algebraic_atoms(time_limit) if elimination.polynomial is not None else None
-        try:
-            minimal: MinimalSystem | str = self.minimal(time_limit)
-        except ValueError as exc:
-            minimal = str(exc).removeprefix("minimal: no minimal system: ")
+        fresh = not self.zero and ("minimal", float(time_limit)) not in self._answers
+        with contextlib.ExitStack() as stack:  # the minimal system's child runs beside the elimination, on another core
+            started = (stack.enter_context(start_minimal(self.system, self.derivation.probe, self.scale, time_limit))
+                       if fresh else None)
+            elimination = self.algebraic(time_limit)
+            classified = None
+            if elimination.polynomial is not None and chosen == "discriminant":
+                with contextlib.suppress(ValueError):  # the discriminant failed: the folds refined on P follow
+                    classified = self.algebraic_edges(dps, time_limit, discriminant_limit)
+            found: list[Edge] = []
+            if classified is None:
+                try:
+                    found = self.edges(dps, "polynomial" if elimination.polynomial is not None else "fold", time_limit)
+                except ValueError:
+                    found = self.edges(dps)
+            exact_atoms = self.algebraic_atoms(time_limit) if elimination.polynomial is not None else None
+            minimal = self._minimal(time_limit, started)
         return build_record(self.derivation, self.moments(moments), self.moments(moments, symbolic=True), elimination,
                             classified, found, exact_atoms if exact_atoms is not None else self.atoms(),
                             "polynomial" if exact_atoms is not None else "continuation", dps, minimal, self.meanings())
@@ -333,11 +338,8 @@ class SpectralLaw(Law):
     def _repr_latex_(self) -> str:
         """For notebooks: the model, the minimal system (docs/equations.md §2.7) with the meaning of
         each of its unknowns (§2.8), and m(w), as one aligned block of mathematics."""
-        try:
-            minimal = self.minimal()
-        except ValueError:
-            minimal = None
-        if self.zero or minimal is None:
+        minimal = self._minimal(20.0)
+        if isinstance(minimal, str):  # the point mass, or no minimal system within the time limit
             return self.derivation._repr_latex_()
         return aligned_system(self.model, minimal, self.meanings(), self.pencil)
 

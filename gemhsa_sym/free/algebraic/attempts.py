@@ -32,7 +32,7 @@ import sympy as sp
 
 from gemhsa_sym.free.algebraic.bounded import deadline_check
 from gemhsa_sym.free.algebraic.cramer import cramer_equations
-from gemhsa_sym.free.algebraic.guessing import guess_polynomial
+from gemhsa_sym.free.algebraic.guessing import Shape, guess_polynomial
 from gemhsa_sym.free.algebraic.polynomials import PolynomialBackend, polynomial_backend
 from gemhsa_sym.free.expressions.system import DysonSystem
 
@@ -98,7 +98,8 @@ def physical_factor(B: PolynomialBackend, p: Any, points: Sequence[Sequence[mpma
 @dataclass(frozen=True)
 class Job:
     """What one attempt works on: the system, the rewriting of its coefficients into rational ones,
-    the generators (unknowns, w, parameters), the physical points and the back end, with its deadline."""
+    the generators (unknowns, w, parameters), the physical points and the back end, with its deadline and, for the
+    guess, the shape of Q where it is known."""
 
     system: DysonSystem
     rewrite_map: Mapping[sp.Expr, sp.Expr]
@@ -106,6 +107,8 @@ class Job:
     points: Sequence[Sequence[mpmath.mpc]]
     backend: str | None
     deadline: float
+    #: Q's shape found before for these symbols (the route's prediction), for the series guess
+    shape: Shape | None = None
 
     @property
     def output(self) -> int:
@@ -119,7 +122,7 @@ def run_guess(job: Job) -> dict[str, Any]:
     form as :func:`_run`."""
     B = polynomial_backend(job.backend, job.gens)
     n = len(job.system.unknowns)
-    terms = guess_polynomial(job.system, job.rewrite_map, list(job.gens[n + 1:]), deadline_check(job.deadline))
+    terms = guess_polynomial(job.system, job.rewrite_map, list(job.gens[n + 1:]), deadline_check(job.deadline), job.shape)
     place = [job.output, *range(n, len(job.gens))]  # m, then w and the parameters, where they stand in gens
     p = B.from_terms({_spread(e, place, len(job.gens)): c for e, c in terms.items()})
     P = physical_factor(B, p, job.points, {job.output})

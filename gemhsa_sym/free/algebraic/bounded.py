@@ -17,7 +17,7 @@ from typing import Any
 
 from gemhsa_sym.progress import check_interrupt
 
-__all__ = ["POLL", "Timeout", "deadline_check", "run_bounded"]
+__all__ = ["POLL", "Bounded", "Timeout", "deadline_check", "run_bounded"]
 
 #: Seconds of each wait for the child's answer (module docstring of :func:`run_bounded`).
 POLL = 0.1
@@ -50,35 +50,63 @@ def _child(conn: Any, run: Callable[..., Any], args: tuple, time_limit: float) -
         conn.close()
 
 
+class Bounded:
+    """``run(*args)`` started now in a child process (fork), stopped at ``time_limit`` seconds from now; :meth:`result`
+    waits for its answer, so that other work can run beside it (on another core); :meth:`close` (or leaving a ``with``
+    block) stops it. Inline, when :meth:`result` is called, where fork is missing."""
+
+    def __init__(self, run: Callable[..., Any], args: tuple, time_limit: float) -> None:
+        self.run, self.args, self.time_limit = run, args, time_limit
+        self.proc: Any = None
+        if "fork" in multiprocessing.get_all_start_methods():
+            ctx = multiprocessing.get_context("fork")
+            self.parent, child = ctx.Pipe(duplex=False)
+            self.proc = ctx.Process(target=_child, args=(child, run, args, time_limit), daemon=True)
+            self.proc.start()
+            child.close()
+            self.deadline = time.monotonic() + time_limit + 1.0
+
+    def result(self) -> tuple[str, Any]:
+        """("ok", result), ("timeout", None) or ("error", message)."""
+        if self.proc is None:
+            try:
+                return "ok", self.run(*self.args)
+            except Timeout:
+                return "timeout", None
+            except ArithmeticError as exc:
+                return "error", str(exc)
+        try:
+            while time.monotonic() < self.deadline:  # short waits: a Ctrl-C that the kernel gives to another thread of
+                check_interrupt()                    # this process interrupts no blocking call, so look for it often
+                if self.parent.poll(POLL):
+                    return self.parent.recv()
+            return "timeout", None
+        except EOFError:
+            return "error", f"the child process ended unexpectedly (exit code {self.proc.exitcode})"
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the child (if it still runs) and release the pipe."""
+        if self.proc is None:
+            return
+        self.parent.close()
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(2.0)
+            if self.proc.is_alive():
+                self.proc.kill()
+        self.proc.join()
+
+    def __enter__(self) -> Bounded:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def run_bounded(run: Callable[..., Any], args: tuple, time_limit: float) -> tuple[str, Any]:
     """``run(*args)`` in a child process (fork) stopped at ``time_limit`` seconds: ("ok", result),
     ("timeout", None) or ("error", message); inline where fork is missing."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        try:
-            return "ok", run(*args)
-        except Timeout:
-            return "timeout", None
-        except ArithmeticError as exc:
-            return "error", str(exc)
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, run, args, time_limit), daemon=True)
-    proc.start()
-    child.close()
-    deadline = time.monotonic() + time_limit + 1.0
-    try:
-        while time.monotonic() < deadline:  # short waits: a Ctrl-C that the kernel gives to another thread of this
-            check_interrupt()               # process interrupts no blocking call, so the main thread looks for it often
-            if parent.poll(POLL):
-                return parent.recv()
-        return "timeout", None
-    except EOFError:
-        return "error", f"the child process ended unexpectedly (exit code {proc.exitcode})"
-    finally:
-        parent.close()
-        if proc.is_alive():
-            proc.terminate()
-            proc.join(2.0)
-            if proc.is_alive():
-                proc.kill()
-        proc.join()
+    with Bounded(run, args, time_limit) as job:
+        return job.result()

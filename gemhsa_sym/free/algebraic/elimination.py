@@ -38,7 +38,7 @@ import sympy as sp
 from gemhsa_sym.free.algebraic.attempts import CHECK_DPS, METHODS, VANISH, Job
 from gemhsa_sym.free.algebraic.bounded import run_bounded
 from gemhsa_sym.free.algebraic.constants import abstract_constants
-from gemhsa_sym.free.algebraic.guessing import predicted_degrees
+from gemhsa_sym.free.algebraic.guessing import Shape, guessable, predicted_shape
 from gemhsa_sym.free.algebraic.polynomials import BACKENDS
 from gemhsa_sym.free.expressions.system import DysonSystem, W
 from gemhsa_sym.progress import note
@@ -86,6 +86,15 @@ class Elimination:
     steps: int = 0
     attempts: tuple[str, ...] = field(default=())
     method: str = "resultants"
+    #: P as a Poly over Q in m, w and the symbols it contains, where it was built as one (:meth:`as_poly`)
+    poly: sp.Poly | None = field(default=None, compare=False, repr=False)
+
+    def as_poly(self) -> sp.Poly:
+        """P as a Poly over Q in m, w and the symbols it contains, sorted by name (kept from the elimination: converting
+        a P of degree 44 from its expression costs seconds)."""
+        if self.polynomial is None:
+            raise ValueError(f"no polynomial: {self.reason}")
+        return self.poly or sp.Poly(self.polynomial, M, W, *sorted(self.polynomial.free_symbols - {M, W}, key=str), domain=sp.QQ)
 
     def specialised(self) -> sp.Expr:
         """P with every symbol other than m and w replaced by its exact value."""
@@ -129,6 +138,17 @@ def _rational_form(system: DysonSystem, values: Mapping[sp.Symbol, sp.Expr], pla
     return rewrite_map, kept, all_values, consts
 
 
+def _as_poly(terms: Sequence[tuple[Sequence[int], Any]], system: DysonSystem, kept: Sequence[sp.Symbol]) -> sp.Poly:
+    """P from an attempt's terms (exponents of the generators: unknowns, w, ``kept``; fractions) as a Poly over Q in m,
+    w and the symbols of ``kept`` that occur."""
+    n = len(system.unknowns)
+    index = [system.unknowns.index(system.output), n, *range(n + 1, n + 1 + len(kept))]
+    raw = {tuple(int(m[i]) for i in index): sp.Rational(c.numerator, c.denominator) for m, c in terms}
+    present = [k for k in range(len(kept)) if any(e[2 + k] for e in raw)]
+    return sp.Poly.from_dict({(e[0], e[1], *[e[2 + k] for k in present]): c for e, c in raw.items()},
+                             M, W, *[kept[k] for k in present], domain=sp.QQ)
+
+
 def _points(solutions: Sequence[tuple[complex | mpmath.mpc, Sequence[mpmath.mpc]]], kept: Sequence[sp.Symbol],
             all_values: Mapping[sp.Symbol, sp.Expr]) -> list[list[mpmath.mpc]]:
     """The physical solutions as points (unknowns, w, the kept symbols' values), at CHECK_DPS + 10 digits."""
@@ -138,26 +158,34 @@ def _points(solutions: Sequence[tuple[complex | mpmath.mpc, Sequence[mpmath.mpc]
 
 
 
+def _prediction(system: DysonSystem, forms: Sequence[tuple[Any, ...]]) -> tuple[int, Shape | None]:
+    """The first plan whose symbols the series guess takes (else the last, every parameter at its value) and the shape
+    of Q the series shows there (:func:`~.guessing.predicted_shape`, up to degree PREDICT_DEGREE)."""
+    k = next((k for k, (rewrite, kept, *_) in enumerate(forms) if guessable(system, rewrite, kept)), len(forms) - 1)
+    return k, predicted_shape(system, forms[k][0], forms[k][1], PREDICT_DEGREE)
+
+
 def _route(system: DysonSystem, plans: Sequence[Mapping[sp.Symbol, sp.Expr]], forms: Sequence[tuple[Any, ...]],
-           time_limit: float) -> tuple[list[tuple[int, str]], str]:
+           time_limit: float) -> tuple[list[tuple[int, str]], str, tuple[int, Shape] | None]:
     """The attempts in order, (plan index, method), and what chose them (docs/solving.md §3.2): where the series of m(w)
     modulo a prime says P has degree above RESULTANT_DEGREE in m, every plan's series guess before any resultants, and
     above PREDICT_DEGREE the guesses alone; otherwise, or where the series says nothing within PREDICT_LIMIT seconds,
-    each plan's resultants, then its guess."""
-    last = forms[-1]  # the plan with the fewest symbols: every parameter at its value
-    status, degrees = run_bounded(predicted_degrees, (system, last[0], last[1], PREDICT_DEGREE), min(PREDICT_LIMIT, time_limit))
+    each plan's resultants, then its guess. Last, the plan and shape of Q the prediction found, for that plan's guess."""
+    status, found = run_bounded(_prediction, (system, forms), min(PREDICT_LIMIT, time_limit))
     steps = [(k, method) for k in range(len(plans)) for method, _ in METHODS]
     if status != "ok":
-        return steps, "the series predicted no degree" + (f" ({degrees})" if status == "error" else f" within {PREDICT_LIMIT:g} s")
-    if degrees is not None and degrees[0] <= RESULTANT_DEGREE:
-        return steps, f"the series predicts degree {degrees[0]} in m: resultants first"
+        return steps, "the series predicted no degree" + (f" ({found})" if status == "error" else f" within {PREDICT_LIMIT:g} s"), None
+    k, shape = found
+    shared = None if shape is None else (k, shape)
+    if shape is not None and shape.a <= RESULTANT_DEGREE:
+        return steps, f"the series predicts degree {shape.a} in m: resultants first", shared
     guesses = [step for step in steps if step[1] == "series guess"]
-    if degrees is None:
+    if shape is None:
         return guesses, (f"the series predicts a degree above {PREDICT_DEGREE} in m: the series guess only, symbolic then "
-                         f"at the parameters' values (resultants finish only up to about {RESULTANT_DEGREE})")
+                         f"at the parameters' values (resultants finish only up to about {RESULTANT_DEGREE})"), None
     return guesses + [step for step in steps if step not in guesses], (
-        f"the series predicts degree {degrees[0]} in m (resultants finish only up to about {RESULTANT_DEGREE}): "
-        "the series guess first, symbolic then at the parameters' values, resultants last")
+        f"the series predicts degree {shape.a} in m (resultants finish only up to about {RESULTANT_DEGREE}): "
+        "the series guess first, symbolic then at the parameters' values, resultants last"), shared
 
 
 def eliminate(
@@ -188,9 +216,9 @@ def eliminate(
         plans.append({p: sp.sympify(values[p]) for p in parameters if p in values})
     forms = [_rational_form(system, values, plan, constants) for plan in plans]
     if symbolic:
-        steps, chosen = [(k, method) for k in range(len(plans)) for method, _ in METHODS], "the symbolic plan first, as asked"
+        steps, chosen, shared = [(k, method) for k in range(len(plans)) for method, _ in METHODS], "the symbolic plan first, as asked", None
     else:
-        steps, chosen = _route(system, plans, forms, time_limit)
+        steps, chosen, shared = _route(system, plans, forms, time_limit)
     note(f"elimination route: {chosen}")
     attempts.append(f"route: {chosen}")
     runs = dict(METHODS)
@@ -200,18 +228,17 @@ def eliminate(
         label = ("symbolic parameters" if not plan else "parameters at their values") + f", {method}"
         note(f"trying {label} (at most {time_limit:g} s)")
         t0 = time.monotonic()
-        job = Job(system, rewrite_map, gens, _points(solutions, kept, all_values), B_name, t0 + time_limit)
+        shape = shared[1] if shared is not None and (k, method) == (shared[0], "series guess") else None
+        job = Job(system, rewrite_map, gens, _points(solutions, kept, all_values), B_name, t0 + time_limit, shape)
         status, payload = run_bounded(runs[method], (job,), time_limit)
         if status == "ok":
-            unk = {g: M if g == system.output else g for g in system.unknowns}
-            P = sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.Mul(*[unk.get(g, g) ** e for g, e in zip(gens, m)])
-                         for m, c in payload["terms"]])
+            poly = _as_poly(payload["terms"], system, kept)
             attempts.append(f"{label}: finished in {time.monotonic() - t0:.2f} s")
             return Elimination(
-                polynomial=P,
+                polynomial=poly.as_expr(),
                 reason=None,
-                degree_m=int(sp.degree(P, M)),
-                degree_w=int(sp.degree(P, W)),
+                degree_m=poly.degree(M),
+                degree_w=poly.degree(W),
                 symbolic=tuple(kept),
                 values=all_values,
                 substituted=plan,
@@ -221,6 +248,7 @@ def eliminate(
                 steps=payload["steps"],
                 attempts=tuple(attempts),
                 method=method,
+                poly=poly,
             )
         reason = f"did not finish within the time limit of {time_limit:g} s" if status == "timeout" else str(payload)
         attempts.append(f"{label}: {reason}")
@@ -276,4 +304,5 @@ def adopted(system: DysonSystem, values: Mapping[sp.Symbol, sp.Expr],
         seconds=time.monotonic() - start,
         attempts=("read from a record of this law, checked on the physical solution",),
         method=method,
+        poly=sp.Poly(polynomial, M, W, *sorted(polynomial.free_symbols - {M, W}, key=str), domain=sp.QQ),
     )

@@ -42,7 +42,7 @@ import sympy as sp
 from gemhsa_sym.free.algebraic.modular_series import PRIME_BOUND, ModularSystem, primes_below
 from gemhsa_sym.free.expressions.system import DysonSystem
 
-__all__ = ["GuessError", "guess_polynomial", "predicted_degrees"]
+__all__ = ["GuessError", "Shape", "guess_polynomial", "guessable", "predicted_shape"]
 
 #: Rows beyond the unknowns in every kernel computation, and points beyond the degrees.
 MARGIN = 24
@@ -99,8 +99,10 @@ def _rational(r: int, m: int) -> Fraction | None:
 
 
 @dataclass(frozen=True)
-class _Shape:
-    """Degrees a in z and K in u of Q, and its support (i, k) with q_{support[0]} = 1."""
+class Shape:
+    """Degrees a in z and K in u of Q, and its support (i, k) with q_{support[0]} = 1: the same at every generic point
+    of the parameters (of a homogeneous pair, up to the scaling of u), so one found by :func:`predicted_shape` serves
+    :func:`guess_polynomial` of the same symbols."""
 
     a: int
     K: int
@@ -183,7 +185,7 @@ class _Guesser:
     def draw(self, count: int, p: int) -> np.ndarray:
         return self.rng.integers(2, p - 1, size=count, dtype=np.int64)
 
-    def shape(self, p: int, max_degree: int = MAX_DEGREE) -> _Shape:
+    def shape(self, p: int, max_degree: int = MAX_DEGREE) -> Shape:
         """Degrees and support of Q at one random point mod p (module docstring), its degree in z at most ``max_degree``."""
         x = self.draw(1, p)
         series: list[np.ndarray] = []
@@ -219,9 +221,9 @@ class _Guesser:
             raise GuessError(f"series guess: {len(found)} polynomials of the least degrees ({a}, {K})")
         columns = _columns(a, K)
         support = tuple(columns[c] for c, v in enumerate(found[0]) if v)
-        return _Shape(a, K, support)
+        return Shape(a, K, support)
 
-    def normalised(self, shape: _Shape, p: int, xs: np.ndarray) -> np.ndarray:
+    def normalised(self, shape: Shape, p: int, xs: np.ndarray) -> np.ndarray:
         """The kernel vector on the support with q_{support[0]} = 1, one row per point x."""
         rows = len(shape.support) + MARGIN
         z = self.z(p, xs, rows)
@@ -235,7 +237,7 @@ class _Guesser:
             out[e] = [v * inv % p for v in found[0]]
         return out
 
-    def residues(self, shape: _Shape, p: int, points: int) -> tuple[int, list[int]] | None:
+    def residues(self, shape: Shape, p: int, points: int) -> tuple[int, list[int]] | None:
         """Mod p: the degree of the common denominator and the flat list of its coefficients and the
         numerators' (univariate reconstruction from ``points`` points), or None when too few."""
         if self.r == 0:
@@ -253,7 +255,7 @@ class _Guesser:
         den, nums = found
         return len(den) - 1, den + [c for num in nums for c in num]
 
-    def verify(self, shape: _Shape, coefficients: list[list[Fraction]], p: int) -> bool:
+    def verify(self, shape: Shape, coefficients: list[list[Fraction]], p: int) -> bool:
         """Q(z(u), u) = 0 to twice the order used, at two fresh points mod p."""
         xs = self.draw(2, p)
         rows = 2 * (shape.a + 1) * (shape.K + 1) + MARGIN
@@ -269,19 +271,27 @@ class _Guesser:
         return True
 
 
-def predicted_degrees(system: DysonSystem, rewrite: Mapping[sp.Expr, sp.Expr], symbols: Sequence[sp.Symbol],
-                      max_degree: int = MAX_DEGREE) -> tuple[int, int] | None:
-    """The least degrees (a, K) of Q (module docstring) at one random point of every parameter modulo one prime: P's
-    degree in m and, within its w-content, in w, for generic parameters, from the series alone (0.1 to 4 s for the
-    presets' degrees 8 to 56); None where the series shows no polynomial of degree at most ``max_degree`` in m."""
+def guessable(system: DysonSystem, rewrite: Mapping[sp.Expr, sp.Expr], symbols: Sequence[sp.Symbol]) -> bool:
+    """Whether :func:`guess_polynomial` takes these symbols: at most one, or two with a scaling symmetry."""
+    if len(symbols) > 2:
+        return False
+    ms, _ = ModularSystem.build(system, rewrite, tuple(symbols)).deflated()
+    rng = np.random.default_rng(np.random.SeedSequence(SEED))
+    return len(symbols) < 2 or _homogeneous(ms, int(primes_below(PRIME_BOUND, 1)[0]), rng)
+
+
+def predicted_shape(system: DysonSystem, rewrite: Mapping[sp.Expr, sp.Expr], symbols: Sequence[sp.Symbol],
+                    max_degree: int = MAX_DEGREE) -> Shape | None:
+    """The shape of Q (its least degrees (a, K) and support, module docstring) at one random point of every parameter
+    modulo the prime the guess starts with: a is P's degree in m for generic parameters, from the series alone (0.1 to
+    3 s for the presets' degrees 8 to 56); None where the series shows no polynomial of degree at most ``max_degree``."""
     ms, _ = ModularSystem.build(system, rewrite, tuple(symbols)).deflated()
     rng = np.random.default_rng(np.random.SeedSequence(SEED))
     p = int(primes_below(PRIME_BOUND, 1)[0])
     try:
-        shape = _Guesser(ms, rng, lambda: None, rng.integers(2, p - 1, size=len(ms.symbols), dtype=np.int64)).shape(p, max_degree)
+        return _Guesser(ms, rng, lambda: None, rng.integers(2, p - 1, size=len(ms.symbols), dtype=np.int64)).shape(p, max_degree)
     except GuessError:
         return None
-    return shape.a, shape.K
 
 
 def _crt(residues: list[int], modulus: int, new: list[int], p: int) -> list[int]:
@@ -291,9 +301,10 @@ def _crt(residues: list[int], modulus: int, new: list[int], p: int) -> list[int]
 
 
 def guess_polynomial(system: DysonSystem, rewrite: Mapping[sp.Expr, sp.Expr], symbols: Sequence[sp.Symbol],
-                     check_time: Callable[[], None] = lambda: None) -> dict[tuple[int, ...], Fraction]:
+                     check_time: Callable[[], None] = lambda: None, shape: Shape | None = None) -> dict[tuple[int, ...], Fraction]:
     """P(m, w) = w^K Q(w m, 1/w) by guessing (module docstring): its terms as {(exponent of m,
-    exponent of w, exponents of ``symbols``): coefficient}, with a common factor of w removed."""
+    exponent of w, exponents of ``symbols``): coefficient}, with a common factor of w removed; ``shape``, Q's shape
+    found before for the same symbols (:func:`predicted_shape`), spares its search."""
     symbols = tuple(symbols)
     ms, gcds = ModularSystem.build(system, rewrite, symbols).deflated()
     rng = np.random.default_rng(np.random.SeedSequence(SEED))
@@ -304,7 +315,7 @@ def guess_polynomial(system: DysonSystem, rewrite: Mapping[sp.Expr, sp.Expr], sy
     if len(symbols) == 2 and not _homogeneous(ms, check_prime, rng):
         raise GuessError("series guess: two parameters without a scaling symmetry")
     guesser = _Guesser(ms, rng, check_time)
-    shape = guesser.shape(primes[0])
+    shape = shape or guesser.shape(primes[0])
     points = 16
     modulus, combined, last, degree = 1, [], None, None
     for p in primes:
@@ -335,7 +346,7 @@ def guess_polynomial(system: DysonSystem, rewrite: Mapping[sp.Expr, sp.Expr], sy
     return _terms(shape, coefficients, guesser.r, gcds)
 
 
-def _terms(shape: _Shape, coefficients: list[list[Fraction]], r: int, gcds: Sequence[int]) -> dict[tuple[int, ...], Fraction]:
+def _terms(shape: Shape, coefficients: list[list[Fraction]], r: int, gcds: Sequence[int]) -> dict[tuple[int, ...], Fraction]:
     """The terms of P(m, w) from Q's coefficients in x (homogenised in T = (1, x) for two
     parameters, T_l = t_l^g_l undone)."""
     D = max(len(c) for c in coefficients) - 1

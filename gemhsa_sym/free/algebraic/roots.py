@@ -270,9 +270,10 @@ def atom_masses(elimination: Elimination) -> list[sp.Expr]:
     """Possible masses a of an atom at 0, exact: m(w) ~ a/w as w -> 0 makes the coefficient of the
     lowest power of w in P(a/w, w) vanish; its roots in [0, 1] (0 means no atom)."""
     a = sp.Dummy("a")
-    P = sp.Poly(elimination.specialised(), M, W)
-    low = min(j - i for (i, j), _ in P.terms())
-    Q = sp.Poly(sum(c * a**i for (i, j), c in P.terms() if j - i == low), a)
+    P = elimination.as_poly()  # the lowest terms picked over Q, the parameters' values put in after
+    low = min(e[1] - e[0] for e, _ in P.terms())
+    Q = sp.Poly(sp.Add(*[c * a ** e[0] * sp.Mul(*[g**k for g, k in zip(P.gens[2:], e[2:])])
+                         for e, c in P.terms() if e[1] - e[0] == low]).xreplace(dict(elimination.values)), a)
     exact = sp.roots(Q, filter=None)
     found = [r for r in exact if r.is_real is not False]
     if sum(exact.values()) < Q.degree():  # not all roots in radicals: numeric roots

@@ -28,14 +28,14 @@ import numpy as np
 import sympy as sp
 from sympy.polys.matrices import DomainMatrix
 
-from gemhsa_sym.free.algebraic.bounded import run_bounded
+from gemhsa_sym.free.algebraic.bounded import Bounded
 from gemhsa_sym.free.expressions.system import DysonSystem, W
 from gemhsa_sym.free.numeric.continuation import follow_branch
 from gemhsa_sym.free.numeric.descent import newton_solve
 from gemhsa_sym.free.numeric.results import top_of
 from gemhsa_sym.free.numeric.systems import DOUBLE, MP, Backend, NumericSystem
 
-__all__ = ["CHECK_DPS", "CHECK_TOL", "MinimalEquations", "MinimalSystem", "MinimalSystemError", "bounded_minimal", "check_minimal",
+__all__ = ["CHECK_DPS", "CHECK_TOL", "MinimalEquations", "MinimalSystem", "MinimalSystemError", "bounded_minimal", "check_minimal", "start_minimal",
            "feedback_set", "minimal_system"]
 
 #: Digits of the proof of a minimal system, and the largest difference in m(w) it accepts.
@@ -277,12 +277,27 @@ def check_minimal(minimal: MinimalSystem, values: Mapping[sp.Symbol, object], sc
     return float(worst)
 
 
-def bounded_minimal(system: DysonSystem, values: Mapping[sp.Symbol, object], scale: float, time_limit: float) -> MinimalSystem | str:
-    """:func:`minimal_system` in a child process stopped after ``time_limit`` seconds, proved by :func:`check_minimal`;
-    past the limit, or where the symbolic elimination fails, the reason as text."""
-    status, minimal = run_bounded(minimal_system, (system,), time_limit)
+def _proved(system: DysonSystem, values: Mapping[sp.Symbol, object], scale: float) -> MinimalSystem:
+    """:func:`minimal_system` proved by :func:`check_minimal` (what the child of :func:`start_minimal` runs)."""
+    minimal = minimal_system(system)
+    check_minimal(minimal, values, scale)
+    return minimal
+
+
+def start_minimal(system: DysonSystem, values: Mapping[sp.Symbol, object], scale: float, time_limit: float) -> Bounded:
+    """:func:`minimal_system` and its proof (:func:`check_minimal`) started in a child process stopped after
+    ``time_limit`` seconds, so that other work runs beside it; :func:`bounded_minimal` collects it."""
+    return Bounded(_proved, (system, values, scale), time_limit)
+
+
+def bounded_minimal(system: DysonSystem, values: Mapping[sp.Symbol, object], scale: float, time_limit: float,
+                    started: Bounded | None = None) -> MinimalSystem | str:
+    """The minimal system proved against the reduced one, from the child ``started`` by :func:`start_minimal` (or one
+    started now and waited for); past the limit, or where the symbolic elimination or its proof fails, the reason as
+    text."""
+    with started or start_minimal(system, values, scale, time_limit) as job:
+        status, minimal = job.result()
     if status != "ok":
         return (f"its symbolic elimination did not finish within {time_limit:g} s" if status == "timeout"
-                else f"its symbolic elimination failed ({minimal})")
-    check_minimal(minimal, values, scale)
+                else f"its symbolic elimination or its proof failed ({minimal})")
     return minimal
