@@ -87,6 +87,8 @@ CASES: dict[str, Case] = {
     "scale injection": Case(("derivations", "--check", "--dir", "{dir}/lib"), 2, "gemhsa-sym: error: gaussians.X.scale: cannot read",
                             files=(("lib/m.toml", _model("X", "__import__('os')")),)),
     # --- precision, sizes, heads --------------------------------------------------------------
+    "symbolic causal": Case(("derive", "causal-single-head", "--symbolic"), 2,
+                            "gemhsa-sym: error: --symbolic: a causal layer's law has no P(m, w)"),
     "edges unknown": Case(("derive", "single-head", "--edges", "fold"), 2, "gemhsa-sym derive: error: argument --edges: invalid choice"),
     "dps 0": Case(("derive", "single-head", "--dps", "0"), 2, "gemhsa-sym derive: error: argument --dps: must be an integer from 1 to 100"),
     "dps negative": Case(("derive", "single-head", "--dps", "-1"), 2, "gemhsa-sym derive: error: argument --dps: must be an integer"),

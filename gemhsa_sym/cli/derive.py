@@ -91,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     config = input_from_args(args, {"--heads": args.heads is not None})
     if args.heads is not None:  # refused above for a polynomial model
         config = config.with_heads(args.heads)
+    if args.symbolic and isinstance(config, Config) and config.mask_rule.causal:
+        raise ValueError("--symbolic: a causal layer's law has no P(m, w) to keep symbolic (docs/extensions.md §8.6)")
     named = (not args.recompute and not args.symbolic and args.config in PRESETS and not overrides(args)
              and args.heads is None)
     points = args.grid
@@ -113,7 +115,9 @@ def run(args: argparse.Namespace) -> int:
         return _run_causal(args, config, law, start)
     derived = time.perf_counter()
     record = law.record(args.dps, time_limit=args.time_limit, edges=args.edges or ("discriminant" if answered else "polynomial"))
-    return _report(args, config, record, law, start, derived, "the library's record" if record is known else "derived")
+    source = ("the library's record" if record is known else "derived, with the library's P(m, w)" if known is not None
+              else "derived")
+    return _report(args, config, record, law, start, derived, source)
 
 
 def _report(args: argparse.Namespace, config: Config | PolynomialModel, record: LawRecord, law: SpectralLaw | None,
@@ -167,8 +171,8 @@ def _report(args: argparse.Namespace, config: Config | PolynomialModel, record: 
         print(f"read from the library's record (package version {record.version}, checked against the configuration) in "
               f"{report['timing']['total_s']:.2f} s; --recompute derives it afresh")
     else:
-        print(f"{'derived' if source == 'derived' else 'read from the library'} in {report['timing']['derive_s']:.2f} s, "
-              f"solved in {report['timing']['total_s'] - report['timing']['derive_s']:.2f} s")
+        print(f"derived in {report['timing']['derive_s']:.2f} s, solved in "
+              f"{report['timing']['total_s'] - report['timing']['derive_s']:.2f} s ({source})")
     return 0
 
 
