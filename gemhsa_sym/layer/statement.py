@@ -15,11 +15,12 @@ __all__ = ["ratio_text", "statement", "statement_latex"]
 SCORES = {"softmax": "exp"}
 
 
-def ratio_text(ratio: Any) -> str:
-    """``n/4``-style text for a dimension ratio to n (``d/H`` for the per-head width of infinitely many heads)."""
+def ratio_text(ratio: Any, space: str = "") -> str:
+    """``n/4``-style text for a dimension ratio to n (``d/H`` for the per-head width of infinitely many heads); ``space``
+    between a numerator and n (" " in LaTeX: ``3 n/4``)."""
     if ratio is None:
         return "d/H"
-    numerator = "n" if ratio.p == 1 else f"{ratio.p}n"
+    numerator = "n" if ratio.p == 1 else f"{ratio.p}{space}n"
     return numerator if ratio.q == 1 else f"{numerator}/{ratio.q}"
 
 
@@ -62,14 +63,6 @@ def statement(config: Any) -> str:
             f"d_v = {ratio_text(config.d_v)}, d_out = {ratio_text(config.d_out)}")
 
 
-def _ratio_latex(ratio: Any) -> str:
-    """``n/4`` as LaTeX (``d/H`` for the per-head width of infinitely many heads)."""
-    if ratio is None:
-        return "d/H"
-    numerator = "n" if ratio.p == 1 else f"{ratio.p} n"
-    return numerator if ratio.q == 1 else rf"{numerator}/{ratio.q}"
-
-
 def statement_latex(config: Any) -> str:
     """:func:`statement` as LaTeX for a document: every formula in mathematics mode."""
     f = r"\exp" if config.score == "softmax" else rf"\mathrm{{{config.score}}}"
@@ -104,5 +97,5 @@ def statement_latex(config: Any) -> str:
         obj += ", of " + layer
         parts = [scores + ", " + attention, values, outputs, tokens, weights]
         widths += [("d_v", config.d_v), ("d_{out}", config.d_out)]
-    sizes = r"$n$ tokens, " + ", ".join(rf"${name} = {_ratio_latex(ratio)}$" for name, ratio in widths)
+    sizes = r"$n$ tokens, " + ", ".join(rf"${name} = {ratio_text(ratio, ' ')}$" for name, ratio in widths)
     return f"{obj}: " + "; ".join([*parts, sizes])

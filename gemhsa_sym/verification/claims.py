@@ -37,7 +37,7 @@ from gemhsa_sym.parse import parse_number
 from gemhsa_sym.sampling.executors import Task, local_workers, run_tasks
 from gemhsa_sym.sampling.sampler import check_draws, drawn_config, torch_draws
 from gemhsa_sym.verification.compare import Comparison, VerifyResult, compare, draw_tasks, verify
-from gemhsa_sym.verification.distances import two_sample
+from gemhsa_sym.verification.distances import MIN_DRAWS, two_sample
 from gemhsa_sym.verification.theory import theory_task
 
 __all__ = ["CAUSAL", "CLAIM_PAIRS", "SAMPLE_HEADS", "ClaimsResult", "claims", "laws_equal", "render_markdown"]
@@ -282,7 +282,7 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
         "",
         "## Sharing, dependence and output projections",
         "",
-        f"TabulatedLaw: largest relative difference of m(w) at {len(PROBES)} probe points w, and the second moments."
+        f"Theory: largest relative difference of m(w) at {len(PROBES)} probe points w, and the second moments."
         f" Monte Carlo at n = {largest}: KS between the two",
         "configurations' softmax samples, beside the floor of the first.",
         "",
@@ -313,8 +313,8 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
             "",
             f"Verdict: **{'narrows' if narrows else 'does not narrow'}** (M_2 and the top edge decrease strictly with H).",
             "",
-            f"| preset | H | M_1 (theory) | M_2 (theory) | top edge (theory) | M_2 softmax, n = {largest} (± se) | "
-            "largest eigenvalue softmax |",
+            f"| preset | H | M_1 (theory) | M_2 (theory) | top edge (theory) | M_2 softmax, n = {largest} (± se; n/a below "
+            f"{MIN_DRAWS} draws) | largest eigenvalue softmax |",
             "|---|---|---|---|---|---|---|",
         ]
         for name, t in zip(heads, th):

@@ -171,10 +171,11 @@ def _route(system: DysonSystem, plans: Sequence[Mapping[sp.Symbol, sp.Expr]], fo
     modulo a prime says P has degree above RESULTANT_DEGREE in m, every plan's series guess before any resultants, and
     above PREDICT_DEGREE the guesses alone; otherwise, or where the series says nothing within PREDICT_LIMIT seconds,
     each plan's resultants, then its guess. Last, the plan and shape of Q the prediction found, for that plan's guess."""
-    status, found = run_bounded(_prediction, (system, forms), min(PREDICT_LIMIT, time_limit))
+    limit = min(PREDICT_LIMIT, time_limit)
+    status, found = run_bounded(_prediction, (system, forms), limit)
     steps = [(k, method) for k in range(len(plans)) for method, _ in METHODS]
     if status != "ok":
-        return steps, "the series predicted no degree" + (f" ({found})" if status == "error" else f" within {PREDICT_LIMIT:g} s"), None
+        return steps, "the series predicted no degree" + (f" ({found})" if status == "error" else f" within {limit:g} s"), None
     k, shape = found
     shared = None if shape is None else (k, shape)
     if shape is not None and shape.a <= RESULTANT_DEGREE:
@@ -223,7 +224,7 @@ def eliminate(
     attempts.append(f"route: {chosen}")
     runs = dict(METHODS)
     for k, method in steps:
-        plan, (rewrite_map, kept, all_values, consts) = plans[k], forms[k]
+        plan, (rewrite_map, kept, all_values, _) = plans[k], forms[k]
         gens = list(system.unknowns) + [W] + kept
         label = ("symbolic parameters" if not plan else "parameters at their values") + f", {method}"
         note(f"trying {label} (at most {time_limit:g} s)")
@@ -234,22 +235,7 @@ def eliminate(
         if status == "ok":
             poly = _as_poly(payload["terms"], system, kept)
             attempts.append(f"{label}: finished in {time.monotonic() - t0:.2f} s")
-            return Elimination(
-                polynomial=poly.as_expr(),
-                reason=None,
-                degree_m=poly.degree(M),
-                degree_w=poly.degree(W),
-                symbolic=tuple(kept),
-                values=all_values,
-                substituted=plan,
-                constants=consts,
-                backend=payload["backend"],
-                seconds=time.monotonic() - start,
-                steps=payload["steps"],
-                attempts=tuple(attempts),
-                method=method,
-                poly=poly,
-            )
+            return _found(poly, forms[k], plan, payload["backend"], start, tuple(attempts), method, payload["steps"])
         reason = f"did not finish within the time limit of {time_limit:g} s" if status == "timeout" else str(payload)
         attempts.append(f"{label}: {reason}")
     return Elimination(
@@ -278,31 +264,31 @@ def adopted(system: DysonSystem, values: Mapping[sp.Symbol, sp.Expr],
     plan = {p: sp.sympify(values[p]) for p in _parameters(system) if str(p) in substituted}
     if sorted(str(p) for p in plan) != sorted(substituted) or any(str(v) != substituted[str(p)] for p, v in plan.items()):
         raise ValueError(f"substituted: {dict(substituted)} are not this law's parameters at their values")
-    _, kept, all_values, consts = _rational_form(system, values, plan, constants)
-    extra = polynomial.free_symbols - {M, W} - set(kept)
-    if extra:
-        raise ValueError(f"polynomial: symbols {sorted(map(str, extra))} are not this law's ({sorted(map(str, kept))})")
-    poly = sp.Poly(polynomial, M, W, *kept)
+    form = _rational_form(system, values, plan, constants)
+    kept, all_values = form[1], form[2]
+    symbols = sorted(polynomial.free_symbols - {M, W}, key=str)
+    if set(symbols) - set(kept):
+        raise ValueError(f"polynomial: symbols {sorted(map(str, set(symbols) - set(kept)))} are not this law's "
+                         f"({sorted(map(str, kept))})")
+    poly = sp.Poly(polynomial, M, W, *symbols, domain=sp.QQ)
     out = system.unknowns.index(system.output)
     terms = [(mono, mpmath.mpf(int(c.p)) / int(c.q)) for mono, c in poly.terms()]
     with mpmath.workdps(CHECK_DPS + 10):
-        for point in _points(solutions, kept, all_values):
-            at = [point[out], point[len(system.unknowns)], *point[len(system.unknowns) + 1:]]
+        nums = [mpmath.mpmathify(sp.N(all_values[p], CHECK_DPS + 10)) for p in symbols]
+        for w, g in solutions:
+            at = [mpmath.mpmathify(g[out]), mpmath.mpmathify(w), *nums]
             values_of = [mpmath.fprod(v ** e for v, e in zip(at, mono)) * c for mono, c in terms]
             if abs(mpmath.fsum(values_of)) >= VANISH * mpmath.fsum(abs(t) for t in values_of):
-                raise ValueError(f"polynomial: does not vanish on the physical solution at w = {complex(point[len(system.unknowns)]):.3g}")
-    return Elimination(
-        polynomial=polynomial,
-        reason=None,
-        degree_m=poly.degree(M),
-        degree_w=poly.degree(W),
-        symbolic=tuple(kept),
-        values=all_values,
-        substituted=plan,
-        constants=consts,
-        backend=backend,
-        seconds=time.monotonic() - start,
-        attempts=("read from a record of this law, checked on the physical solution",),
-        method=method,
-        poly=sp.Poly(polynomial, M, W, *sorted(polynomial.free_symbols - {M, W}, key=str), domain=sp.QQ),
-    )
+                raise ValueError(f"polynomial: does not vanish on the physical solution at w = {complex(w):.3g}")
+    return _found(poly, form, plan, backend, start, ("read from a record of this law, checked on the physical solution",),
+                  method)
+
+
+def _found(poly: sp.Poly, form: tuple[Any, ...], plan: Mapping[sp.Symbol, sp.Expr], backend: str, start: float,
+           attempts: tuple[str, ...], method: str, steps: int = 0) -> Elimination:
+    """The elimination that found P (``poly``, over Q in m, w and the symbols it contains) at the plan ``plan`` of
+    rational form ``form`` (:func:`_rational_form`)."""
+    _, kept, all_values, consts = form
+    return Elimination(polynomial=poly.as_expr(), reason=None, degree_m=poly.degree(M), degree_w=poly.degree(W),
+                       symbolic=tuple(kept), values=all_values, substituted=plan, constants=consts, backend=backend,
+                       seconds=time.monotonic() - start, steps=steps, attempts=attempts, method=method, poly=poly)
