@@ -271,13 +271,22 @@ class _Guesser:
         return True
 
 
+def _refusal(ms: ModularSystem, p: int, rng: np.random.Generator) -> str | None:
+    """Why :func:`guess_polynomial` refuses the parameters of ``ms`` (more than two, or two without a scaling symmetry,
+    checked modulo ``p``), or None where it takes them."""
+    r = len(ms.symbols)
+    if r > 2:
+        return f"series guess: {r} parameters (at most one, or two with a scaling symmetry)"
+    if r == 2 and not _homogeneous(ms, p, rng):
+        return "series guess: two parameters without a scaling symmetry"
+    return None
+
+
 def guessable(system: DysonSystem, rewrite: Mapping[sp.Expr, sp.Expr], symbols: Sequence[sp.Symbol]) -> bool:
-    """Whether :func:`guess_polynomial` takes these symbols: at most one, or two with a scaling symmetry."""
-    if len(symbols) > 2:
-        return False
+    """Whether :func:`guess_polynomial` takes these symbols (:func:`_refusal` with its prime and random state)."""
     ms, _ = ModularSystem.build(system, rewrite, tuple(symbols)).deflated()
     rng = np.random.default_rng(np.random.SeedSequence(SEED))
-    return len(symbols) < 2 or _homogeneous(ms, int(primes_below(PRIME_BOUND, 1)[0]), rng)
+    return _refusal(ms, int(primes_below(PRIME_BOUND, MAX_PRIMES + 1)[-1]), rng) is None
 
 
 def predicted_shape(system: DysonSystem, rewrite: Mapping[sp.Expr, sp.Expr], symbols: Sequence[sp.Symbol],
@@ -310,10 +319,9 @@ def guess_polynomial(system: DysonSystem, rewrite: Mapping[sp.Expr, sp.Expr], sy
     rng = np.random.default_rng(np.random.SeedSequence(SEED))
     primes = [int(p) for p in primes_below(PRIME_BOUND, MAX_PRIMES + 1)]
     check_prime = primes.pop()
-    if len(symbols) > 2:
-        raise GuessError(f"series guess: {len(symbols)} parameters (at most one, or two with a scaling symmetry)")
-    if len(symbols) == 2 and not _homogeneous(ms, check_prime, rng):
-        raise GuessError("series guess: two parameters without a scaling symmetry")
+    refused = _refusal(ms, check_prime, rng)
+    if refused is not None:
+        raise GuessError(refused)
     guesser = _Guesser(ms, rng, check_time)
     shape = shape or guesser.shape(primes[0])
     points = 16
