@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 #: Each public name and the module that defines it.
 _PUBLIC: dict[str, str] = {
     "Config": "gemhsa_sym.layer.config",
+    "Network": "gemhsa_sym.layer.network",
     "PolynomialModel": "gemhsa_sym.layer.polynomial_model",
     "Dim": "gemhsa_sym.free.expressions.matrices",
     "Gaussian": "gemhsa_sym.free.expressions.matrices",

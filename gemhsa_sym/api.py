@@ -20,17 +20,18 @@ from gemhsa_sym.laws.protocol import Law
 from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.laws.spectral import SpectralLaw
 from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.presets import PRESETS, load_input
 from gemhsa_sym.library.catalogue import library_law
-from gemhsa_sym.sampling.sampler import SampleResult
+from gemhsa_sym.sampling.result import SampleResult
 from gemhsa_sym.sampling.sampler import sample as sample_config
 from gemhsa_sym.verification.compare import VerifyResult
 from gemhsa_sym.verification.compare import verify as verify_source
 
 __all__ = ["law", "load", "presets", "sample", "verify"]
 
-Source = str | Path | Config | PolynomialModel
+Source = str | Path | Config | Network | PolynomialModel
 
 
 def presets() -> dict[str, Config]:
@@ -38,8 +39,8 @@ def presets() -> dict[str, Config]:
     return dict(PRESETS)
 
 
-def load(source: str | Path) -> Config | PolynomialModel:
-    """A preset by name, or the attention configuration or polynomial model in a TOML file."""
+def load(source: str | Path) -> Config | Network | PolynomialModel:
+    """A preset by name, or the attention configuration, network of blocks or polynomial model in a TOML file."""
     if not isinstance(source, (str, Path)):
         raise TypeError(f"source: expected a preset name or a file path, got {type(source).__name__}")
     return load_input(source)
@@ -68,16 +69,16 @@ def law(source: Source | MatrixExpr | ExchangeableSum | Law, ratios: Mapping[Dim
     return law_of(load(source) if isinstance(source, (str, Path)) else source)
 
 
-def _config(source: Source) -> Config:
+def _config(source: Source) -> Config | Network:
     found = load(source) if isinstance(source, (str, Path)) else source
-    if not isinstance(found, Config):
+    if not isinstance(found, (Config, Network)):
         raise ValueError(f"source: {source!r} is a polynomial model; its own samples are gs.law(model).sample(N)")
     return found
 
 
 def sample(source: Source, n: int, draws: int = 1, seed: int = 0, reading: str = "softmax", **options: Any) -> SampleResult:
-    """``draws`` seeded spectra of a layer at token count ``n``: the real layer (``reading="softmax"``) or its Gaussian
-    equivalent (``"ge"``); ``options`` as :func:`~gemhsa_sym.sampling.sampler.sample` (jobs, backend, device)."""
+    """``draws`` seeded spectra of a layer or a network at token count ``n``: the real layer (``reading="softmax"``) or
+    its Gaussian equivalent (``"ge"``; a network has none yet); ``options`` as :func:`~gemhsa_sym.sampling.sampler.sample` (jobs, backend, device)."""
     return sample_config(_config(source), n, draws, seed, reading, **options)
 
 

@@ -11,7 +11,8 @@ import sympy as sp
 from gemhsa_sym.cli import main
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.presets import PRESETS
-from gemhsa_sym.sampling.sampler import SampleResult, sample
+from gemhsa_sym.sampling.result import SampleResult
+from gemhsa_sym.sampling.sampler import sample
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:

@@ -39,7 +39,8 @@ from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.presets import PRESETS
 from gemhsa_sym.parse import parse_number
 from gemhsa_sym.sampling.executors import open_executor
-from gemhsa_sym.sampling.sampler import SampleResult, sample
+from gemhsa_sym.sampling.result import SampleResult
+from gemhsa_sym.sampling.sampler import sample
 from gemhsa_sym.verification.sweep import parse_vary
 
 #: Seconds a failing case may take beyond a bare ``gemhsa-sym presets``.

@@ -22,7 +22,7 @@ import pytest
 from verification_helpers import mp_theory, store_stand_in
 
 from gemhsa_sym.layer.presets import PRESETS
-from gemhsa_sym.sampling.sampler import SampleResult
+from gemhsa_sym.sampling.result import SampleResult
 
 #: Seconds allowed from the signal to the exit of the whole process group.
 EXIT_WITHIN = 5.0

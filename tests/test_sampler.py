@@ -19,7 +19,8 @@ from gemhsa_sym.layer.hermite import hermite_data
 from gemhsa_sym.layer.presets import PRESETS
 from gemhsa_sym.layer.readings import draw_tokens, draw_weights, layer_output
 from gemhsa_sym.layer.scores import get_score
-from gemhsa_sym.sampling.sampler import DrawTask, SampleResult, run_draws, sample, spectrum
+from gemhsa_sym.sampling.result import SampleResult
+from gemhsa_sym.sampling.sampler import DrawTask, run_draws, sample, spectrum
 
 SHARING_PRESETS = ["mha", "mqa", "gqa", "shared-q", "tied-kv", "correlated-kv", "key-output", "heads-8"]
 

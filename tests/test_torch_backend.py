@@ -18,7 +18,8 @@ from gemhsa_sym.cli import main
 from gemhsa_sym.layer import scores
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.presets import PRESETS
-from gemhsa_sym.sampling.sampler import DrawTask, SampleResult, check_draws, draw_bytes, head_batch, run_draw, sample, spectrum
+from gemhsa_sym.sampling.result import SampleResult
+from gemhsa_sym.sampling.sampler import DrawTask, check_draws, draw_bytes, head_batch, run_draw, sample, spectrum
 from gemhsa_sym.verification.compare import draw_tasks, two_sample
 
 torch = pytest.importorskip("torch")

@@ -17,6 +17,7 @@ import numpy as np
 from gemhsa_sym.files import check_folder, check_writable
 from gemhsa_sym.free.numeric.results import MAX_DPS
 from gemhsa_sym.layer.config import MAX_HEADS, Config
+from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.presets import load_config, load_input
 from gemhsa_sym.layer.sharing import INFINITE_HEADS
@@ -162,8 +163,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, models: bool = False) 
     )
 
 
-def config_from_args(args: argparse.Namespace) -> Config:
-    """The configuration named by CONFIG with the ``--set``/``--beta`` changes applied."""
+def config_from_args(args: argparse.Namespace) -> Config | Network:
+    """The configuration or network named by CONFIG with the ``--set``/``--beta`` changes applied."""
     config = load_config(args.config)
     changes = overrides(args)
     return config.replace(**changes) if changes else config
@@ -172,8 +173,11 @@ def config_from_args(args: argparse.Namespace) -> Config:
 def input_from_args(args: argparse.Namespace, attention_only: Mapping[str, bool]) -> Config | PolynomialModel:
     """The configuration or polynomial model named by CONFIG (:func:`~gemhsa_sym.layer.presets.load_input`) with the
     ``--set``/``--beta`` changes applied. For a model, ValueError naming the first option of ``attention_only``
-    (option -> whether it was given), or ``--beta``, that was given (docs/exports.md §5.4)."""
+    (option -> whether it was given), or ``--beta``, that was given (docs/exports.md §5.4); a network, which has no law
+    yet, is refused (docs/extensions.md §8.7)."""
     source = load_input(args.config)
+    if isinstance(source, Network):
+        raise NotImplementedError(source.law_refusal)
     if isinstance(source, PolynomialModel):
         given = [option for option, used in {"--beta": args.beta is not None, **attention_only}.items() if used]
         if given:

@@ -20,6 +20,7 @@ from gemhsa_sym.cli.common import (
     integer,
     overrides,
 )
+from gemhsa_sym.layer.config import Config
 from gemhsa_sym.sampling.sampler import MODELS, sample
 
 
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"model    {result.model}, {result.draws} draw(s), seed {result.seed}, {result.backend} on {result.device}, "
           f"{elapsed:.2f} s")
     print(f"spectrum {config.spectral_object}")
-    if config.mask_rule.causal:  # a heavy tail: the sample moments grow with n (docs/extensions.md §8.6)
+    if isinstance(config, Config) and config.mask_rule.causal:  # a heavy tail: the sample moments grow with n (docs/extensions.md §8.6)
         quantiles = ", ".join(f"{q:.6g}" for q in np.quantile(result.pooled, (0.1, 0.5, 0.9, 0.99)))
         print(f"quantile {quantiles}  (q = 0.1, 0.5, 0.9, 0.99, pooled; the causal law has no moments)")
     else:

@@ -17,6 +17,7 @@ from gemhsa_sym.cli.common import (
     integer,
 )
 from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.presets import load_input
 from gemhsa_sym.sampling.executors import open_executor, show_progress
 from gemhsa_sym.verification.sweep import parse_vary
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     """Measure on the grid, then print the table or JSON and optionally plot."""
     check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
     source = load_input(args.config)
+    if isinstance(source, Network):
+        raise NotImplementedError(source.law_refusal)
     if not isinstance(source, Config):
         raise ValueError(f"config: {args.config} is a polynomial model; the threshold needs a softmax layer")
     changes = field_changes(args.set)

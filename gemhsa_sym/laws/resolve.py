@@ -7,6 +7,7 @@ from gemhsa_sym.laws.causal_law import CausalLaw
 from gemhsa_sym.laws.polynomial import ModelLaw
 from gemhsa_sym.laws.protocol import Law
 from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 
 __all__ = ["law_of"]
@@ -15,7 +16,10 @@ __all__ = ["law_of"]
 def law_of(source: Config | PolynomialModel, symbolic: bool = False) -> Law:
     """The law of an attention configuration (a :class:`~.causal_law.CausalLaw` for a causal mask, an
     :class:`~.attention.AttentionLaw` otherwise) or of a polynomial model (:class:`~.polynomial.ModelLaw`); ``symbolic``:
-    a spectral law's elimination tries the parameters symbolic first (:class:`~.spectral.SpectralLaw`)."""
+    a spectral law's elimination tries the parameters symbolic first (:class:`~.spectral.SpectralLaw`). A network of
+    blocks is refused: its Gaussian equivalent is not built (docs/extensions.md §8.7)."""
+    if isinstance(source, Network):
+        raise NotImplementedError(source.law_refusal)
     if isinstance(source, PolynomialModel):
         return ModelLaw(source, symbolic=symbolic)
     if not isinstance(source, Config):

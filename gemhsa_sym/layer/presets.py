@@ -8,6 +8,7 @@ from typing import Any
 
 from gemhsa_sym.files import is_model, read_toml
 from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.network import Network, description_from_dict
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.library import LIBRARY
 
@@ -46,14 +47,15 @@ PRESETS: dict[str, Config] = _presets()
 BIDIRECTIONAL_PRESETS: tuple[str, ...] = tuple(name for name, config in PRESETS.items() if not config.mask_rule.causal)
 
 
-def read_input(path: str | Path) -> Config | PolynomialModel:
-    """The attention configuration or the polynomial model (named after the file) in a TOML file: a model
-    when the file has a top-level ``polynomial`` key (:func:`~gemhsa_sym.files.is_model`)."""
+def read_input(path: str | Path) -> Config | Network | PolynomialModel:
+    """The attention configuration, the network (docs/extensions.md §8.7) or the polynomial model (named after the
+    file) in a TOML file: a model when the file has a top-level ``polynomial`` key (:func:`~gemhsa_sym.files.is_model`),
+    a network when it has a block field (:func:`~gemhsa_sym.layer.network.description_from_dict`)."""
     data = read_toml(path, "config")
-    return PolynomialModel(data, Path(path).stem) if is_model(data) else Config.from_dict(data)
+    return PolynomialModel(data, Path(path).stem) if is_model(data) else description_from_dict(data)
 
 
-def load_input(spec: str | Path) -> Config | PolynomialModel:
+def load_input(spec: str | Path) -> Config | Network | PolynomialModel:
     """A preset by name, an entry of the shipped library by name (:data:`~gemhsa_sym.library.LIBRARY`), or the
     configuration or polynomial model in a TOML file (:func:`read_input`)."""
     if str(spec) in PRESETS:
@@ -71,8 +73,8 @@ def load_input(spec: str | Path) -> Config | PolynomialModel:
     )
 
 
-def load_config(spec: str | Path) -> Config:
-    """A preset by name, or the configuration in a TOML file; a polynomial model file is refused."""
+def load_config(spec: str | Path) -> Config | Network:
+    """A preset by name, or the configuration or network in a TOML file; a polynomial model file is refused."""
     config = load_input(spec)
     if isinstance(config, PolynomialModel):
         raise ValueError(f"config: {spec} is a polynomial model file, not an attention configuration; "

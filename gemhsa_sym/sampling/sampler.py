@@ -13,26 +13,24 @@ run. The layer and the spectrum are computed by numpy, or by torch on the cpu or
 
 from __future__ import annotations
 
-import json
-import zipfile
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from gemhsa_sym.files import write_atomic_with
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.modes import VALUE_RULES
+from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.readings import MODELS, ge_coefficients, layer_of
 from gemhsa_sym.progress import enabled as progress_shown
 from gemhsa_sym.resources import check_memory
 from gemhsa_sym.sampling.executors import local_workers, open_executor, run_tasks
+from gemhsa_sym.sampling.network import draw_block_weights, network_bytes, network_outputs
+from gemhsa_sym.sampling.result import SampleResult
 
 __all__ = [
     "MODELS",
@@ -53,7 +51,7 @@ __all__ = [
     "torch_draws",
     "run_draw",
     "run_draws",
-    "SampleResult",
+    "network_spectra",
     "sample",
 ]
 
@@ -83,16 +81,18 @@ def spectrum(Y: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DrawTask:
-    """One independent draw: configuration, token count, model, its own seed, its BLAS threads,
-    and the backend and device that compute it (docs/verification.md §4.8)."""
+    """One independent draw: configuration (or network), token count, model, its own seed, its BLAS threads,
+    and the backend and device that compute it (docs/verification.md §4.8); ``every_layer``: a network's draw gives
+    the spectrum after every layer, one row each, instead of after the layer it reads."""
 
-    config: Config
+    config: Config | Network
     n: int
     model: str
     seed: np.random.SeedSequence
     threads: int = DRAW_THREADS
     backend: str = "numpy"
     device: str = "cpu"
+    every_layer: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,6 +175,9 @@ def run_draw(task: DrawTask | PolynomialDraw) -> np.ndarray:
             return task.model.draw(task.n, task.seed)
     rng = np.random.default_rng(task.seed)
     sizes = task.config.sizes(task.n)
+    if isinstance(task.config, Network):
+        with threadpool_limits(task.threads, user_api="blas"):
+            return network_spectra(task.config, sizes, rng, task.every_layer)
     layer = layer_of(task.config)
     with threadpool_limits(task.threads, user_api="blas"):
         X = layer.draw_tokens(sizes, rng)
@@ -184,6 +187,16 @@ def run_draw(task: DrawTask | PolynomialDraw) -> np.ndarray:
             return _torch_backend().draw_spectrum(layer, weights, X, task.model, rng, task.device, task.threads, batch)
         Y = layer.output(weights, X, task.model, rng)
         return spectrum(Y) if layer.centred else gram_spectrum(Y)
+
+
+def network_spectra(network: Network, sizes: dict[str, int], rng: np.random.Generator, every_layer: bool = False) -> np.ndarray:
+    """The spectrum of out^T P out / n after the layer ``network`` reads, or after every layer (one row each), of one
+    draw from ``rng``: the tokens, every layer's weights, then the blocks (docs/extensions.md §8.7)."""
+    X = layer_of(network.layer).draw_tokens(sizes, rng)
+    weights = draw_block_weights(network, sizes, rng)
+    outputs = network_outputs(network, weights if every_layer else weights[: network.read_layer], X)
+    scale = np.sqrt(sizes["n"])
+    return np.stack([spectrum(out / scale) for out in outputs]) if every_layer else spectrum(outputs[-1] / scale)
 
 
 def draw_bytes(config: Config, sizes: dict[str, int], model: str, backend: str = "numpy") -> int:
@@ -239,6 +252,13 @@ def check_draws(tasks: Sequence[DrawTask | PolynomialDraw], workers: int | None)
         if isinstance(task, PolynomialDraw):
             biggest["cpu"] = max(biggest.get("cpu", 0), task.model.draw_bytes(task.n))
             continue
+        if isinstance(task.config, Network):
+            if task.model != "softmax" or task.backend != "numpy":
+                raise NotImplementedError(
+                    ("model: the Gaussian equivalent of a transformer block is not built (docs/extensions.md §8.7); draw the "
+                     "real network, model softmax") if task.model != "softmax" else "backend: a network is drawn by numpy")
+            biggest[task.device] = max(biggest.get(task.device, 0), network_bytes(task.config, task.config.sizes(task.n)))
+            continue
         if task.backend == "torch" and not torch_draws(task.config):
             raise NotImplementedError("backend: the torch backend draws the centred output of a bidirectional layer with "
                                       "Gaussian tokens and without residual stream; use the numpy backend")
@@ -267,75 +287,8 @@ def run_draws(
     return run_tasks([(run_draw, (task,)) for task in tasks], executor, progress, desc="draws")
 
 
-@dataclass(frozen=True, eq=False)
-class SampleResult:
-    """Spectra of independent draws: ``eigenvalues[i]`` holds the d_out eigenvalues of draw i."""
-
-    config: Config
-    sizes: dict[str, int]
-    model: str
-    seed: int
-    eigenvalues: np.ndarray
-    backend: str = "numpy"
-    device: str = "cpu"
-
-    @property
-    def draws(self) -> int:
-        """Number of draws."""
-        return self.eigenvalues.shape[0]
-
-    @property
-    def pooled(self) -> np.ndarray:
-        """All eigenvalues of all draws, sorted."""
-        return np.sort(self.eigenvalues, axis=None)
-
-    def moments(self, k: int = 4) -> np.ndarray:
-        """The first ``k`` moments of the pooled eigenvalues (mean of x^j, j = 1..k)."""
-        return np.array([np.mean(self.eigenvalues**j) for j in range(1, k + 1)])
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """Summary without the eigenvalues: moments (pooled, and their spread over draws), range."""
-        per_draw = np.array([[np.mean(ev**j) for j in range(1, 5)] for ev in self.eigenvalues])
-        spread = per_draw.std(axis=0, ddof=1).tolist() if self.draws > 1 else None
-        return {
-            "model": self.model,
-            "seed": self.seed,
-            "backend": self.backend,
-            "device": self.device,
-            "n": self.sizes["n"],
-            "draws": self.draws,
-            "sizes": dict(self.sizes),
-            "config": self.config.to_dict(),
-            "moments": self.moments(4).tolist(),
-            "moments_sd_over_draws": spread,
-            "min": float(self.eigenvalues.min()),
-            "max": float(self.eigenvalues.max()),
-        }
-
-    def save_npz(self, path: str | Path, field: str = "path") -> None:
-        """Write eigenvalues and metadata to ``path``, whole or not at all (errors name ``field``)."""
-        meta = json.dumps(self.to_json_dict())
-        write_atomic_with(path, lambda fh: np.savez(fh, eigenvalues=self.eigenvalues, meta=meta), field)
-
-    @classmethod
-    def load_npz(cls, path: str | Path) -> SampleResult:
-        """Read a file written by :meth:`save_npz` (no pickled data is ever read); ValueError naming the file where it is
-        not one."""
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                meta = json.loads(str(data["meta"]))
-                eigenvalues = np.asarray(data["eigenvalues"], dtype=float)
-            if eigenvalues.ndim != 2:
-                raise ValueError("the eigenvalues are not one row per draw")
-            return cls(Config.from_dict(meta["config"]), meta["sizes"], meta["model"], meta["seed"], eigenvalues,
-                       meta.get("backend", "numpy"), meta.get("device", "cpu"))
-        except (OSError, EOFError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as exc:
-            raise ValueError(f"path: {path} is not a sample written by gemhsa-sym sample --out ({type(exc).__name__}: "
-                             f"{str(exc)[:120]})") from None
-
-
 def sample(
-    config: Config,
+    config: Config | Network,
     n: int | None = None,
     draws: int = 1,
     seed: int = 0,

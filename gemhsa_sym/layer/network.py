@@ -1,0 +1,222 @@
+"""A stack of transformer blocks around one attention layer (docs/extensions.md §8.7).
+
+A :class:`Network` is the attention :class:`~gemhsa_sym.layer.config.Config` of every layer (with its residual
+weight ``residual = alpha``) and the block fields of docs/extensions.md §8.7: ``layers``, ``norm``,
+``norm_position``, ``d_ff``, ``activation``, ``alpha_mlp``, ``attention`` and the layer read (``target =
+"layer:l"``). One flat TOML table holds both; :func:`description_from_dict` reads it as a Network where it has a
+block field and as a Config otherwise, and a network of one plain block (no norm, no MLP, softmax attention, the
+last layer read) is its Config, whose law is the residual stream's (docs/extensions.md §8.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy as sp
+import tomli_w
+
+from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.dimensions import RATIO_RANGE
+from gemhsa_sym.parse import integer_value, real_number
+
+__all__ = ["ACTIVATIONS", "ATTENTIONS", "BLOCK_FIELDS", "MAX_LAYERS", "NORMS", "NORM_POSITIONS", "Network",
+           "description_from_dict"]
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """The exact GELU x Phi(x), Phi the standard normal distribution function."""
+    from scipy.special import ndtr
+
+    return x * ndtr(x)
+
+
+#: The MLP's activations phi, elementwise on numpy arrays (docs/extensions.md §8.7).
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "relu": lambda x: np.maximum(x, 0.0),
+    "gelu": _gelu,
+    "tanh": np.tanh,
+    "identity": lambda x: x,
+}
+#: Token norms N(x) over the d features of a row: none, LayerNorm (centred, over the RMS) and RMSNorm.
+NORMS: tuple[str, ...] = ("none", "layer", "rms")
+NORM_POSITIONS: tuple[str, ...] = ("pre", "post")
+#: The attention of a block: softmax A, or A less its average (11^T/n, or the causal average) (docs/extensions.md §8.7).
+ATTENTIONS: tuple[str, ...] = ("softmax", "centred")
+#: The fields a network adds to its layer's, as a TOML table writes them (``target = "layer:l"`` besides).
+BLOCK_FIELDS: tuple[str, ...] = ("layers", "norm", "norm_position", "d_ff", "activation", "alpha_mlp", "attention")
+#: Most layers of a network.
+MAX_LAYERS = 64
+_LAYER_TARGET = "layer:"
+
+
+@dataclass(frozen=True)
+class Network:
+    """``layers`` blocks, each with its own weights, around the attention layer ``layer`` (docs/extensions.md §8.7).
+
+    Pre-norm: U = X + alpha sqrt(n) MHSA(N(X)), out = U + alpha_mlp phi(N(U) W1) W2; post-norm: U = N(X + alpha
+    sqrt(n) MHSA(X)), out = N(U + alpha_mlp phi(U W1) W2); without ``d_ff`` the block has no MLP (out = U). The object
+    is the eigenvalues of out^T P out / n, P = I - 11^T/n, after layer ``read`` (the last by default). ``d_ff`` is a
+    ratio to n, or an integer size where the layer was given in sizes.
+    """
+
+    layer: Config
+    layers: int = 1
+    norm: str = "none"
+    norm_position: str = "pre"
+    d_ff: sp.Rational | None = None
+    activation: str = "relu"
+    alpha_mlp: sp.Expr = sp.Integer(1)
+    attention: str = "softmax"
+    read: int | None = None
+
+    def __post_init__(self) -> None:
+        def put(key: str, value: Any) -> None:
+            object.__setattr__(self, key, value)
+
+        layer = self.layer
+        if not isinstance(layer, Config):
+            raise ValueError(f"layer: expected a Config, got {type(layer).__name__}")
+        if layer.target != "output":
+            raise ValueError(f"target: a block reads its output (target = 'output' or 'layer:l'), not {layer.target!r}")
+        if layer.residual is None:
+            raise ValueError("residual: a block adds its attention branch alpha sqrt(n) MHSA to the stream; give residual = "
+                             "alpha (1 in the standard block)")
+        if layer.infinite_heads:
+            raise ValueError("heads: a network is drawn, and infinitely many heads have no sample; give a number of heads")
+        layers = integer_value("layers", self.layers)
+        if not 1 <= layers <= MAX_LAYERS:
+            raise ValueError(f"layers: need 1..{MAX_LAYERS} layers, got {layers}")
+        put("layers", layers)
+        for key, choices in (("norm", NORMS), ("norm_position", NORM_POSITIONS), ("activation", tuple(ACTIVATIONS)),
+                             ("attention", ATTENTIONS)):
+            if getattr(self, key) not in choices:
+                raise ValueError(f"{key}: unknown option {getattr(self, key)!r}; choose one of {', '.join(choices)}")
+        if self.norm == "none" and self.norm_position != "pre":
+            raise ValueError("norm_position: a position of the norm, given without one (norm = 'none')")
+        if self.attention == "centred" and layer.normalisation != "row":
+            raise ValueError("attention: 'centred' subtracts the rows' average from row-normalised attention; it needs "
+                             "normalisation = 'row'")
+        put("alpha_mlp", real_number("alpha_mlp", self.alpha_mlp))
+        if self.d_ff is None:
+            if self.alpha_mlp != 1 or self.activation != "relu":
+                raise ValueError(f"{'alpha_mlp' if self.alpha_mlp != 1 else 'activation'}: a field of the MLP, given without "
+                                 "its width d_ff")
+        else:
+            put("d_ff", self._ratio("d_ff", self.d_ff))
+        if self.read is not None:
+            read = integer_value("target", self.read)
+            if not 1 <= read <= layers:
+                raise ValueError(f"target: 'layer:{read}' is not a layer of this network (1..{layers})")
+            put("read", None if read == layers else read)
+
+    def _ratio(self, key: str, value: Any) -> sp.Rational:
+        """A width as an exact ratio to n: ``value`` itself, or over the token count where the layer was given in sizes."""
+        ratio = real_number(key, value)
+        if self.layer.size_n is not None:
+            if not ratio.is_integer:
+                raise ValueError(f"{key}: the layer is given in sizes (n = {self.layer.size_n}), so {key} must be an "
+                                 f"integer size, got {ratio}")
+            ratio /= self.layer.size_n
+        low, high = RATIO_RANGE
+        if not (ratio.is_Rational and low <= ratio <= high):
+            raise ValueError(f"{key}: {key} / n must be a rational in {low}..{high}, got {ratio}")
+        return ratio
+
+    @property
+    def read_layer(self) -> int:
+        """The layer whose output the law is of (1..layers)."""
+        return self.layers if self.read is None else self.read
+
+    @property
+    def plain(self) -> bool:
+        """Whether this is one block without norm, MLP or centring, read at its output: its layer's residual stream."""
+        return (self.layers, self.norm, self.d_ff, self.attention, self.read) == (1, "none", None, "softmax", None)
+
+    @property
+    def spectral_object(self) -> str:
+        """What the law is the law of, in words."""
+        return f"eigenvalues of out^T P out / n after layer {self.read_layer}, P = I - 11^T/n"
+
+    @property
+    def law_refusal(self) -> str:
+        """Why a network has no law (the one message of every route that asks for one)."""
+        return (f"config: the law of a network of transformer blocks ({self.summary().split('; each layer')[0]}) is not "
+                "derived: its Gaussian equivalent is not built (docs/extensions.md §8.7); `gemhsa-sym sample` and "
+                "`gemhsa-sym depth` draw the network itself")
+
+    def sizes(self, n: int | None = None) -> dict[str, int]:
+        """The layer's integer sizes (:meth:`Config.sizes`) and ``d_ff``'s; ValueError naming one that is not integral."""
+        sizes = self.layer.sizes(n)
+        if self.d_ff is not None:
+            size = self.d_ff * sizes["n"]
+            if not size.is_integer:
+                raise ValueError(f"d_ff: {self.d_ff} * n = {size} is not an integer size at n = {sizes['n']}")
+            sizes["d_ff"] = int(size)
+        return sizes
+
+    def replace(self, **changes: Any) -> Network | Config:
+        """A validated copy with ``changes`` to the block's or the layer's fields (as :meth:`Config.replace` takes them)."""
+        block = {key: changes.pop(key) for key in (*BLOCK_FIELDS, "target") if key in changes}
+        layer = self.layer.replace(**changes) if changes else self.layer
+        data = self.block_dict() | block
+        return description_from_dict(layer.to_dict() | data)
+
+    def block_dict(self) -> dict[str, Any]:
+        """The block's fields as a TOML table writes them (defaults left out)."""
+        data: dict[str, Any] = {"layers": self.layers, "norm": self.norm, "norm_position": self.norm_position,
+                                "d_ff": None if self.d_ff is None else str(self._written(self.d_ff)),
+                                "activation": self.activation, "alpha_mlp": str(self.alpha_mlp), "attention": self.attention}
+        defaults = {"layers": 1, "norm": "none", "norm_position": "pre", "activation": "relu", "alpha_mlp": "1",
+                    "attention": "softmax"}
+        data = {key: value for key, value in data.items() if value is not None and defaults.get(key) != value}
+        if self.read is not None:
+            data["target"] = f"{_LAYER_TARGET}{self.read}"
+        return data
+
+    def _written(self, ratio: sp.Rational) -> sp.Rational:
+        """A width as the file writes it: a ratio, or a size where the layer is given in sizes."""
+        return ratio if self.layer.size_n is None else ratio * self.layer.size_n
+
+    def to_dict(self) -> dict[str, Any]:
+        """The layer's fields and the block's, in one flat table that :func:`description_from_dict` reads back."""
+        return self.layer.to_dict() | self.block_dict()
+
+    def to_toml(self) -> str:
+        """TOML text that :func:`~gemhsa_sym.layer.presets.read_input` reads back to an equal network."""
+        return "# gemhsa_sym network: dimensions are ratios to the token count n\n" + tomli_w.dumps(self.to_dict())
+
+    @property
+    def name(self) -> str | None:
+        """The layer's name."""
+        return self.layer.name
+
+    def summary(self) -> str:
+        """One line: the blocks, then the layer's summary."""
+        parts = [f"{self.layers} layer{'s' if self.layers > 1 else ''}"]
+        if self.norm != "none":
+            parts.append(f"{self.norm_position}-{'LayerNorm' if self.norm == 'layer' else 'RMSNorm'}")
+        if self.d_ff is not None:
+            parts.append(f"MLP d_ff={self._written(self.d_ff)} {self.activation}, alpha_mlp={self.alpha_mlp}")
+        if self.attention == "centred":
+            parts.append("centred attention")
+        if self.read is not None:
+            parts.append(f"read after layer {self.read}")
+        return "; ".join(parts) + "; each layer: " + self.layer.summary()
+
+
+def description_from_dict(data: Mapping[str, Any]) -> Network | Config:
+    """A :class:`Network` where ``data`` has a block field or ``target = "layer:l"``, a :class:`Config` otherwise; a
+    network of one plain block is its Config (module docstring)."""
+    data = dict(data)
+    target = data.get("target")
+    block = {key: data.pop(key) for key in BLOCK_FIELDS if key in data}
+    if isinstance(target, str) and target.startswith(_LAYER_TARGET):
+        block["read"] = target[len(_LAYER_TARGET):]
+        data["target"] = "output"
+    if not block:
+        return Config.from_dict(data)
+    network = Network(Config.from_dict(data), **block)
+    return network.layer if network.plain else network
