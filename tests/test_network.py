@@ -17,6 +17,7 @@ from gemhsa_sym.layer.presets import read_input
 from gemhsa_sym.sampling.network import BlockWeights, draw_block_weights, network_outputs
 from gemhsa_sym.sampling.result import SampleResult
 from gemhsa_sym.sampling.sampler import network_spectra, sample
+from gemhsa_sym.verification.depth import depth
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -160,15 +161,16 @@ def test_bad_block_fields_name_the_field(changes: dict[str, object], message: st
     assert str(error.value).startswith(message)
 
 
-def test_a_network_has_no_law_yet_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_deep_network_has_no_law_yet_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     network = description_from_dict(BASE | dict(norm="layer"))
-    with pytest.raises(NotImplementedError, match="its Gaussian equivalent is not built"):
+    with pytest.raises(NotImplementedError, match="from layer 2 on the tokens carry a common vector"):
         law_of(network)
     path = tmp_path / "net.toml"
     path.write_text(network.to_toml(), encoding="utf-8")
     for argv in (["derive", str(path)], ["verify", str(path), "--n", "40"], ["sample", str(path), "--model", "ge"]):
         assert main(argv) == 2
-        assert capsys.readouterr().err.count("\n") == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "target: from layer 2 on" in err
     assert main(["sample", str(path), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["config"]["layers"] == 2 and len(summary["moments"]) == 4
@@ -187,3 +189,26 @@ def test_the_three_depth_regimes() -> None:
     assert 0.5 < post[0] < 1 and post[1] < post[0] / 10 and all(post[k + 1] < post[k] / 50 for k in (1, 2))
     assert 3 < pre[0] < 5 and 5 < pre[1] < 8 and np.all(np.abs(np.diff(pre[1:])) < 0.01 * pre[1])
     assert 3 < centred[0] < 5 and all(centred[k + 1] > 1.6 * centred[k] for k in range(3))
+
+
+def test_depth_tells_the_three_regimes_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """gemhsa-sym depth at n = 150, 300, 600 (one draw): post-norm collapses from layer 2 with a rate in n that grows with
+    depth, pre-norm freezes after layer 2, centred attention keeps changing; the first block's law is beside layer 1."""
+    base = dict(heads=1, residual=1, layers=4, norm="layer", d_ff=1)
+    results = {label: depth(description_from_dict(base | spec), [150, 300, 600])
+               for label, spec in {"post": dict(norm_position="post"), "pre": {}, "centred": dict(attention="centred")}.items()}
+    post = results["post"].verdicts()
+    assert [v["verdict"] for v in post] == ["changing", "collapsed", "collapsed", "collapsed"]
+    assert post[1]["rate"]["exponent"] > post[2]["rate"]["exponent"] > post[3]["rate"]["exponent"]
+    assert results["post"].summary().startswith("collapsed from layer 2 on")
+    assert [v["verdict"] for v in results["pre"].verdicts()] == ["changing", "changing", "frozen", "frozen"]
+    assert [v["verdict"] for v in results["centred"].verdicts()] == ["changing"] * 4
+    theory = results["pre"].theory
+    assert theory["reason"] is None and abs(theory["mean"] - results["pre"].mean(600)[0]) < 0.1 * theory["mean"]
+    path = tmp_path / "deep.toml"
+    path.write_text(description_from_dict(base).to_toml(), encoding="utf-8")
+    assert main(["depth", str(path), "--n", "100,200", "--layers", "2:3", "--json", "--plot", str(tmp_path / "d.png")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["network"]["layers"] == 3 and len(report["verdicts"]) == 3 and (tmp_path / "d.png").is_file()
+    assert main(["depth", "single-head", "--n", "100"]) == 2
+    assert capsys.readouterr().err.startswith("gemhsa-sym: error: config: single-head is one plain layer")

@@ -21,7 +21,7 @@ from typing import NoReturn
 from gemhsa_sym import progress
 
 #: Sub-command modules; each defines ``register(subparsers)``.
-COMMANDS: tuple[str, ...] = ("presets", "sample", "derive", "derivations", "verify", "sweep", "threshold", "claims")
+COMMANDS: tuple[str, ...] = ("presets", "sample", "derive", "derivations", "verify", "sweep", "threshold", "claims", "depth")
 #: Exit statuses: bad input, a computation that failed, an interrupt.
 USAGE, FAILED, INTERRUPTED = 2, 1, 130
 

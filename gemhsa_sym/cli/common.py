@@ -170,14 +170,11 @@ def config_from_args(args: argparse.Namespace) -> Config | Network:
     return config.replace(**changes) if changes else config
 
 
-def input_from_args(args: argparse.Namespace, attention_only: Mapping[str, bool]) -> Config | PolynomialModel:
+def input_from_args(args: argparse.Namespace, attention_only: Mapping[str, bool]) -> Config | Network | PolynomialModel:
     """The configuration or polynomial model named by CONFIG (:func:`~gemhsa_sym.layer.presets.load_input`) with the
     ``--set``/``--beta`` changes applied. For a model, ValueError naming the first option of ``attention_only``
-    (option -> whether it was given), or ``--beta``, that was given (docs/exports.md §5.4); a network, which has no law
-    yet, is refused (docs/extensions.md §8.7)."""
+    (option -> whether it was given), or ``--beta``, that was given (docs/exports.md §5.4)."""
     source = load_input(args.config)
-    if isinstance(source, Network):
-        raise NotImplementedError(source.law_refusal)
     if isinstance(source, PolynomialModel):
         given = [option for option, used in {"--beta": args.beta is not None, **attention_only}.items() if used]
         if given:

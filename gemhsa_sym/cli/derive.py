@@ -22,6 +22,9 @@ from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.presets import PRESETS
 from gemhsa_sym.library.catalogue import library_law, library_record
 
+#: Characters of an exact moment the summary prints in full.
+LONG = 400
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``derive`` sub-command."""
@@ -155,7 +158,8 @@ def _report(args: argparse.Namespace, config: Config | PolynomialModel, record: 
     else:
         print(f"no polynomial equation: {report['polynomial_reason']}")
     for k, m in enumerate(report["moments"], 1):
-        print(f"moment {k}: {m['symbolic']}\n          = {m['exact']}" + (f" = {m['float']:.15g}" if m["float"] is not None else ""))
+        texts = [text if len(text) <= LONG else f"({len(text)} characters; --json prints it)" for text in (m["symbolic"], m["exact"])]
+        print(f"moment {k}: {texts[0]}\n          = {texts[1]}" + (f" = {m['float']:.15g}" if m["float"] is not None else ""))
     for e in report["edges"]:
         print(f"edge ({e['side']}{', hard' if e['hard'] else ''}, {report['edge_method']}): {e['location']}")
     if report["edge_method"] == "polynomial":

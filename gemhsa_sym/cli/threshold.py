@@ -70,10 +70,9 @@ def run(args: argparse.Namespace) -> int:
     """Measure on the grid, then print the table or JSON and optionally plot."""
     check_outputs(folders=[("cache", args.cache)], plots=[("plot", args.plot)])
     source = load_input(args.config)
-    if isinstance(source, Network):
-        raise NotImplementedError(source.law_refusal)
     if not isinstance(source, Config):
-        raise ValueError(f"config: {args.config} is a polynomial model; the threshold needs a softmax layer")
+        raise ValueError(f"config: {args.config} is a {'network' if isinstance(source, Network) else 'polynomial model'}; "
+                         "the threshold needs a softmax layer")
     changes = field_changes(args.set)
     config = source.replace(**changes) if changes else source
     check_backend_arguments(args, None if args.scheduler else args.jobs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.laws.causal_law import CausalLaw
+from gemhsa_sym.laws.network_law import NetworkLaw
 from gemhsa_sym.laws.polynomial import ModelLaw
 from gemhsa_sym.laws.protocol import Law
 from gemhsa_sym.layer.config import Config
@@ -13,13 +14,13 @@ from gemhsa_sym.layer.polynomial_model import PolynomialModel
 __all__ = ["law_of"]
 
 
-def law_of(source: Config | PolynomialModel, symbolic: bool = False) -> Law:
+def law_of(source: Config | Network | PolynomialModel, symbolic: bool = False) -> Law:
     """The law of an attention configuration (a :class:`~.causal_law.CausalLaw` for a causal mask, an
     :class:`~.attention.AttentionLaw` otherwise) or of a polynomial model (:class:`~.polynomial.ModelLaw`); ``symbolic``:
     a spectral law's elimination tries the parameters symbolic first (:class:`~.spectral.SpectralLaw`). A network of
-    blocks is refused: its Gaussian equivalent is not built (docs/extensions.md §8.7)."""
+    blocks has the law of its first block's equivalent (:class:`~.network_law.NetworkLaw`; docs/extensions.md §8.7)."""
     if isinstance(source, Network):
-        raise NotImplementedError(source.law_refusal)
+        return NetworkLaw(source, symbolic=symbolic)
     if isinstance(source, PolynomialModel):
         return ModelLaw(source, symbolic=symbolic)
     if not isinstance(source, Config):

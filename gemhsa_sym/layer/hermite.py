@@ -1,4 +1,4 @@
-"""Gaussian-equivalence (Hermite) data of a score function (docs/model.md §1.5, §1.6).
+"""Gaussian-equivalence (Hermite) data of a score function or an activation (docs/model.md §1.5, §1.6).
 
 For g ~ N(0, 1) and a score f at inverse temperature beta, the attention
 matrix is replaced by ``c_0 1 1^T + mu_1 S0 + sigma Z`` with
@@ -6,7 +6,8 @@ matrix is replaced by ``c_0 1 1^T + mu_1 S0 + sigma Z`` with
 - ``"row"`` (A = rownorm(f(beta S0))): F = f(beta g) / E f(beta g),
   c_0 = 1, mu_1 = E[g F], sigma^2 = E F^2 - 1 - mu_1^2;
 - ``"none"`` (A = f(beta S0) / n): F = f(beta g),
-  c_0 = E F, mu_1 = E[g F], sigma^2 = E F^2 - c_0^2 - mu_1^2.
+  c_0 = E F, mu_1 = E[g F], sigma^2 = E F^2 - c_0^2 - mu_1^2;
+  an MLP's activation phi at an input of standard deviation beta has these data (docs/extensions.md §8.7).
 
 Closed forms come from SymPy: every Gaussian mean is reduced to derivatives
 of the half-line moment generating functions E[exp(a g) 1{g > 0}] and
@@ -31,7 +32,7 @@ from typing import Any
 import mpmath
 import sympy as sp
 
-from gemhsa_sym.layer.scores import get_score
+from gemhsa_sym.layer.scores import elementwise
 from gemhsa_sym.parse import to_number
 
 __all__ = ["HermiteData", "NORMALISATIONS", "hermite_data"]
@@ -117,7 +118,7 @@ def hermite_data(score: str, beta: Any, normalisation: str = "row", dps: int = 3
     is the number of digits of quadrature results and of closed forms
     evaluated at a Float beta. Results are cached.
     """
-    get_score(score)
+    elementwise(score)
     if normalisation not in NORMALISATIONS:
         raise ValueError(
             f"normalisation: unknown normalisation {normalisation!r}; choose one of {', '.join(NORMALISATIONS)}"
@@ -200,7 +201,7 @@ def _closed_form(
     score: str, normalisation: str, sign: str
 ) -> tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr] | None:
     """(E f, c_0, mu_1, sigma^2) in the dummy beta of ``sign``, or None without a closed form."""
-    f = get_score(score).symbolic(_BETA_BY_SIGN[sign] * _G)
+    f = elementwise(score).symbolic(_BETA_BY_SIGN[sign] * _G)
     moments = [_gaussian_mean(h) for h in (f, _G * f, f**2)]
     if any(m is None for m in moments):
         return None
@@ -265,7 +266,7 @@ def _quadrature(score: str, beta: sp.Expr, normalisation: str, dps: int) -> tupl
     The guard digits double until two consecutive working precisions agree,
     since the cancellation in F - c_0 - mu_1 g costs digits at small beta.
     """
-    f = sp.lambdify((_G, _A), get_score(score).symbolic(_A * _G), modules="mpmath")
+    f = sp.lambdify((_G, _A), elementwise(score).symbolic(_A * _G), modules="mpmath")
     guard = _GUARD_DIGITS
     previous = _quadrature_at(f, beta, normalisation, dps + guard)
     while guard < _MAX_GUARD_DIGITS:

@@ -10,36 +10,22 @@ last layer read) is its Config, whose law is the residual stream's (docs/extensi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import sympy as sp
 import tomli_w
 
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.dimensions import RATIO_RANGE
+from gemhsa_sym.layer.scores import ACTIVATIONS
 from gemhsa_sym.parse import integer_value, real_number
 
-__all__ = ["ACTIVATIONS", "ATTENTIONS", "BLOCK_FIELDS", "MAX_LAYERS", "NORMS", "NORM_POSITIONS", "Network",
+__all__ = ["ATTENTIONS", "BLOCK_FIELDS", "MAX_LAYERS", "NORMS", "NORM_POSITIONS", "Network",
            "description_from_dict"]
 
 
-def _gelu(x: np.ndarray) -> np.ndarray:
-    """The exact GELU x Phi(x), Phi the standard normal distribution function."""
-    from scipy.special import ndtr
-
-    return x * ndtr(x)
-
-
-#: The MLP's activations phi, elementwise on numpy arrays (docs/extensions.md §8.7).
-ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "relu": lambda x: np.maximum(x, 0.0),
-    "gelu": _gelu,
-    "tanh": np.tanh,
-    "identity": lambda x: x,
-}
 #: Token norms N(x) over the d features of a row: none, LayerNorm (centred, over the RMS) and RMSNorm.
 NORMS: tuple[str, ...] = ("none", "layer", "rms")
 NORM_POSITIONS: tuple[str, ...] = ("pre", "post")
@@ -125,6 +111,9 @@ class Network:
             raise ValueError(f"{key}: {key} / n must be a rational in {low}..{high}, got {ratio}")
         return ratio
 
+    #: A network is drawn, so its heads are finite (as for every source the samplers take).
+    infinite_heads = False
+
     @property
     def read_layer(self) -> int:
         """The layer whose output the law is of (1..layers)."""
@@ -141,11 +130,28 @@ class Network:
         return f"eigenvalues of out^T P out / n after layer {self.read_layer}, P = I - 11^T/n"
 
     @property
-    def law_refusal(self) -> str:
-        """Why a network has no law (the one message of every route that asks for one)."""
-        return (f"config: the law of a network of transformer blocks ({self.summary().split('; each layer')[0]}) is not "
-                "derived: its Gaussian equivalent is not built (docs/extensions.md §8.7); `gemhsa-sym sample` and "
-                "`gemhsa-sym depth` draw the network itself")
+    def statement(self) -> str:
+        """The spectral object in full, with every normalisation: the blocks, then the layer's attention as its
+        :attr:`Config.statement` states it (the tokens of layer l + 1 are the output of layer l)."""
+        norm = {"layer": "N(x) = (x - mean(x)) / RMS(x - mean(x)) over each token's d features",
+                "rms": "N(x) = x / RMS(x) over each token's d features", "none": ""}[self.norm]
+        pre = self.norm_position == "pre" and self.norm != "none"
+        attention = "MHSA(Z) = Y of the tokens Z" + (", A^h less its row average (centred attention)"
+                                                       if self.attention == "centred" else "")
+        if self.d_ff is None:
+            block = ("U = X + alpha sqrt(n) MHSA(N(X))" if pre else "U = N(X + alpha sqrt(n) MHSA(X))"
+                     if self.norm != "none" else "U = X + alpha sqrt(n) MHSA(X)") + ", out = U"
+        else:
+            mlp = f"alpha_mlp phi({'N(U)' if pre else 'U'} W_1) W_2"
+            block = (f"U = X + alpha sqrt(n) MHSA(N(X)), out = U + {mlp}" if pre else
+                     f"U = N(X + alpha sqrt(n) MHSA(X)), out = N(U + {mlp})" if self.norm != "none" else
+                     f"U = X + alpha sqrt(n) MHSA(X), out = U + {mlp}")
+            block += (f" with phi = {self.activation}, alpha_mlp = {self.alpha_mlp}, W_1: d x d_ff with N(0, 1/d) and "
+                      f"W_2: d_ff x d with N(0, 1/d_ff) entries, d_ff = {self._written(self.d_ff)}"
+                      f"{'' if self.layer.size_n is not None else ' n'}")
+        parts = [f"the eigenvalues of out^T P out / n, P = I - 11^T/n, after layer {self.read_layer} of {self.layers} blocks, "
+                 f"each with its own weights: {block}", attention, norm, f"the attention of every layer: {self.layer.statement}"]
+        return "; ".join(part for part in parts if part)
 
     def sizes(self, n: int | None = None) -> dict[str, int]:
         """The layer's integer sizes (:meth:`Config.sizes`) and ``d_ff``'s; ValueError naming one that is not integral."""

@@ -1,6 +1,6 @@
-"""Score functions f of attention, with one definition read three ways.
+"""Score functions f of attention and activations phi of an MLP, with one definition read three ways.
 
-Each score is a positive elementwise function f. The sampler applies it to
+Each score is a positive elementwise function f; an activation (docs/extensions.md §8.7) is any elementwise phi. The sampler applies it to
 numpy arrays (and, with the torch backend, to torch tensors: docs/verification.md §4.8);
 the Gaussian-equivalence coefficients (docs/model.md §1.5) integrate its SymPy form
 against the Gaussian measure. Every reading comes from the same :class:`Score` entry,
@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-__all__ = ["Score", "SCORES", "get_score"]
+__all__ = ["ACTIVATIONS", "Score", "SCORES", "elementwise", "get_score"]
 
 
 @dataclass(frozen=True)
 class Score:
-    """A positive elementwise score function f(s).
+    """An elementwise function f(s): a positive score, or an activation.
 
     ``symbolic`` maps a SymPy expression to f of it; ``numeric`` maps a
     float array to f of it elementwise. ``shift_invariant`` is True when
@@ -63,6 +63,32 @@ SCORES: dict[str, Score] = {
     "square": Score("square", lambda s: s**2, np.square, tensor=lambda s: s.square()),
     "quadratic": Score("quadratic", lambda s: 1 + s + s**2 / 2, _quadratic, tensor=_quadratic),
 }
+
+
+def _gelu(s: np.ndarray) -> np.ndarray:
+    """The exact GELU s Phi(s), Phi the standard normal distribution function."""
+    from scipy.special import ndtr  # imported on use: the first stage stays light
+
+    return s * ndtr(s)
+
+
+#: The MLP's activations phi (docs/extensions.md §8.7); their Hermite data are a score's with normalisation "none".
+ACTIVATIONS: dict[str, Score] = {
+    "relu": SCORES["relu"],
+    "gelu": Score("gelu", lambda s: s * (1 + sp.erf(s / sp.sqrt(2))) / 2, _gelu,
+                  tensor=lambda s: s * (1 + (s / 2**0.5).erf()) / 2),
+    "tanh": Score("tanh", sp.tanh, np.tanh, tensor=lambda s: s.tanh()),
+    "identity": Score("identity", lambda s: s, lambda s: s, tensor=lambda s: s),
+}
+
+
+def elementwise(name: str) -> Score:
+    """The score or the activation called ``name``; ValueError naming the choices otherwise."""
+    found = SCORES.get(name, ACTIVATIONS.get(name))
+    if found is None:
+        raise ValueError(f"score: unknown function {name!r}; choose a score ({', '.join(sorted(SCORES))}) or an activation "
+                         f"({', '.join(ACTIVATIONS)})")
+    return found
 
 
 def get_score(name: str) -> Score:

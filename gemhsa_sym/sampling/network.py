@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gemhsa_sym.layer.network import ACTIVATIONS, Network
+from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.readings import AttentionLayer, Weights, layer_of
+from gemhsa_sym.layer.scores import ACTIVATIONS
 
 __all__ = ["BlockWeights", "draw_block_weights", "network_bytes", "network_outputs", "token_norm"]
 
@@ -75,7 +76,7 @@ def _mhsa(network: Network, weights: Weights, X: np.ndarray) -> np.ndarray:
 def network_outputs(network: Network, weights: list[BlockWeights], X: np.ndarray) -> list[np.ndarray]:
     """Every layer's output (n x d), in the sampler's units: the blocks of docs/extensions.md §8.7 applied in turn."""
     alpha, scale = float(network.layer.residual), np.sqrt(len(X))
-    phi, norm = ACTIVATIONS[network.activation], network.norm
+    phi, norm = ACTIVATIONS[network.activation].numeric, network.norm
     outputs = []
     for block in weights:
         pre = network.norm_position == "pre"

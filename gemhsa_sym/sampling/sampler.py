@@ -24,12 +24,14 @@ from threadpoolctl import threadpool_limits
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.modes import VALUE_RULES
 from gemhsa_sym.layer.network import Network
+from gemhsa_sym.layer.network_equivalent import equivalent_of
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.readings import MODELS, ge_coefficients, layer_of
 from gemhsa_sym.progress import enabled as progress_shown
 from gemhsa_sym.resources import check_memory
 from gemhsa_sym.sampling.executors import local_workers, open_executor, run_tasks
 from gemhsa_sym.sampling.network import draw_block_weights, network_bytes, network_outputs
+from gemhsa_sym.sampling.polynomial import draw_polynomial
 from gemhsa_sym.sampling.result import SampleResult
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "torch_draws",
     "run_draw",
     "run_draws",
+    "equivalent_spectrum",
     "network_spectra",
     "sample",
 ]
@@ -121,11 +124,12 @@ def drawn_config(config: Config | PolynomialModel, heads: int | None) -> Config 
     return config.with_heads(heads)
 
 
-def draw_sets(source: Config | PolynomialModel, n: int, seeds: Sequence[np.random.SeedSequence], backend: str = "numpy",
-              device: str = "cpu") -> dict[str, list[DrawTask] | list[PolynomialDraw]]:
-    """The draws of every reading of ``source`` from ``seeds``: the ``softmax`` layer and its Gaussian equivalent
-    ``ge`` of a configuration, or the ``polynomial`` model's own sampler (which refuses another backend or device)."""
-    if isinstance(source, Config):
+def draw_sets(source: Config | Network | PolynomialModel, n: int, seeds: Sequence[np.random.SeedSequence],
+              backend: str = "numpy", device: str = "cpu") -> dict[str, list[DrawTask] | list[PolynomialDraw]]:
+    """The draws of every reading of ``source`` from ``seeds``: the ``softmax`` layer (or network) and its Gaussian
+    equivalent ``ge`` of a configuration or a network, or the ``polynomial`` model's own sampler (which refuses another
+    backend or device)."""
+    if isinstance(source, (Config, Network)):
         return {model: [DrawTask(source, n, model, seed, backend=backend, device=device) for seed in seeds] for model in MODELS}
     if (backend, device) != ("numpy", "cpu"):
         raise ValueError(f"backend: a polynomial model is drawn by its own sampler, numpy on the cpu; got {backend} on {device}")
@@ -177,6 +181,8 @@ def run_draw(task: DrawTask | PolynomialDraw) -> np.ndarray:
     sizes = task.config.sizes(task.n)
     if isinstance(task.config, Network):
         with threadpool_limits(task.threads, user_api="blas"):
+            if task.model == "ge":
+                return equivalent_spectrum(task.config, task.n, task.seed)
             return network_spectra(task.config, sizes, rng, task.every_layer)
     layer = layer_of(task.config)
     with threadpool_limits(task.threads, user_api="blas"):
@@ -197,6 +203,15 @@ def network_spectra(network: Network, sizes: dict[str, int], rng: np.random.Gene
     outputs = network_outputs(network, weights if every_layer else weights[: network.read_layer], X)
     scale = np.sqrt(sizes["n"])
     return np.stack([spectrum(out / scale) for out in outputs]) if every_layer else spectrum(outputs[-1] / scale)
+
+
+def equivalent_spectrum(network: Network, n: int, seed: np.random.SeedSequence) -> np.ndarray:
+    """The spectrum of one realisation of the network's first-block equivalent (docs/extensions.md §8.7) at n tokens: its
+    polynomial's Gaussians drawn at sizes ratio * n, rounded (the neurons' bias levels have widths d_ff times
+    Gauss-Hermite weights)."""
+    equivalent = equivalent_of(network)
+    sizes = {str(dim): int(round(float(ratio * n))) for dim, ratio in equivalent.ratios.items()}
+    return draw_polynomial(equivalent.polynomial, sizes, equivalent.values, n, seed)
 
 
 def draw_bytes(config: Config, sizes: dict[str, int], model: str, backend: str = "numpy") -> int:
@@ -253,10 +268,10 @@ def check_draws(tasks: Sequence[DrawTask | PolynomialDraw], workers: int | None)
             biggest["cpu"] = max(biggest.get("cpu", 0), task.model.draw_bytes(task.n))
             continue
         if isinstance(task.config, Network):
-            if task.model != "softmax" or task.backend != "numpy":
-                raise NotImplementedError(
-                    ("model: the Gaussian equivalent of a transformer block is not built (docs/extensions.md §8.7); draw the "
-                     "real network, model softmax") if task.model != "softmax" else "backend: a network is drawn by numpy")
+            if task.backend != "numpy":
+                raise NotImplementedError("backend: a network is drawn by numpy")
+            if task.model == "ge":
+                equivalent_of(task.config)  # NotImplementedError with the reason where it is not built
             biggest[task.device] = max(biggest.get(task.device, 0), network_bytes(task.config, task.config.sizes(task.n)))
             continue
         if task.backend == "torch" and not torch_draws(task.config):

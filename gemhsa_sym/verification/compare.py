@@ -33,7 +33,6 @@ import numpy as np
 
 from gemhsa_sym.laws.tabulated import TabulatedLaw
 from gemhsa_sym.layer.config import Config
-from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.sampling.executors import Task, local_workers, run_tasks
 from gemhsa_sym.sampling.sampler import DrawTask, PolynomialDraw, check_draws, draw_sets, drawn_config, run_draw
@@ -275,11 +274,8 @@ def verify(config: Config | PolynomialModel, n: list[int], draws: int = 3, seed:
     The law's table (unless given as ``theory``) and all draws are tasks on ``executor`` (None: this process); the
     result does not depend on it. The draws are computed by ``backend`` on ``device`` (docs/verification.md §4.8). A
     configuration with infinitely many heads is drawn with ``sample_heads`` heads (:func:`drawn_config`). A law the
-    engine refuses (NotImplementedError naming the field) leaves the samples compared alone, with the reason. A network
-    of blocks, which has neither a law nor a Gaussian equivalent yet, is refused (docs/extensions.md §8.7).
+    engine refuses (NotImplementedError naming the field) leaves the samples compared alone, with the reason.
     """
-    if isinstance(config, Network):
-        raise NotImplementedError(config.law_refusal)
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise ValueError(f"draws: need an integer >= 1, got {draws!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:

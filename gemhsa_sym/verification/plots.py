@@ -24,10 +24,11 @@ from gemhsa_sym.verification.distances import clean
 from gemhsa_sym.verification.report import labels
 
 if TYPE_CHECKING:
+    from gemhsa_sym.verification.depth import DepthResult
     from gemhsa_sym.verification.sweep import SweepResult
     from gemhsa_sym.verification.threshold import ThresholdResult
 
-__all__ = ["PLOT_FORMATS", "check_plot", "plot_sweep", "plot_threshold", "plot_verify"]
+__all__ = ["PLOT_FORMATS", "check_plot", "plot_depth", "plot_sweep", "plot_threshold", "plot_verify"]
 
 COLOURS = {"theory": "black", "softmax": "tab:blue", "ge": "tab:orange", "polynomial": "tab:green"}
 
@@ -258,5 +259,45 @@ def plot_threshold(result: ThresholdResult, path: str | Path) -> None:
     fit.set_xlabel("beta")
     fit.set_ylabel("fitted exponent of n")
     fit.legend(fontsize=8)
+    _save(fig, path)
+    plt.close(fig)
+
+
+def plot_depth(result: DepthResult, path: str | Path) -> None:
+    """The law against depth, one line per n: its mean (log scale: a collapse is a straight fall), its top eigenvalue
+    and quantiles, and the common vector's and the centred part's sizes per entry; the first block's law (mean and top
+    edge) marked at layer 1."""
+    from gemhsa_sym.verification.depth import QUANTILES
+
+    plt = _pyplot()
+    layers = np.arange(1, result.network.layers + 1)
+    fig, (mean, spread, parts) = plt.subplots(1, 3, figsize=(14, 4.4), layout="constrained")
+    fig.suptitle(f"{result.network.name or 'network'}: {result.network.summary()}"[:160], fontsize=9)
+    for k, n in enumerate(result.n):
+        colour = f"C{k}"
+        figures = result.figures[n].mean(axis=0)
+        mean.plot(layers, figures[:, 0], "o-", color=colour, label=f"n = {n}")
+        spread.plot(layers, figures[:, 1], "o-", color=colour, label=f"top, n = {n}")
+        for j, level in enumerate(QUANTILES):
+            spread.plot(layers, result.quantiles[n][:, j], ":", color=colour, lw=1, label=f"q{level:g}" if k == 0 else None)
+        parts.plot(layers, figures[:, 2], "s-", color=colour, label=f"common, n = {n}")
+        parts.plot(layers, figures[:, 3], "^--", color=colour, label=f"centred, n = {n}")
+    theory = result.theory
+    if theory["mean"] is not None:
+        mean.plot([1], [theory["mean"]], "k*", ms=12, label="law of block 1")
+        spread.plot([1], [theory["top"]], "k*", ms=12, label="top edge of block 1")
+    from matplotlib.ticker import FuncFormatter
+
+    for axis, label in ((mean, "mean of the law (token spread)"), (spread, "top eigenvalue and quantiles"),
+                        (parts, "size per entry")):
+        axis.set_yscale("log")
+        low, high = axis.get_ylim()
+        axis.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # plain numbers, not 5x10^1
+        axis.yaxis.set_minor_formatter(FuncFormatter(lambda v, _, narrow=high < 10 * low: f"{v:g}" if narrow else ""))
+        axis.set_xlabel("layer")
+        axis.set_ylabel(label)
+        axis.set_xticks(layers)
+        axis.legend(fontsize=7)
+    mean.set_title(result.summary()[:90], fontsize=8)
     _save(fig, path)
     plt.close(fig)

@@ -52,7 +52,7 @@ def _moments_and_edges(c: Comparison, names: tuple[str, ...], labels: list[str])
             first = moments[0]
             lines.append(f"M_{first['k']:<6}{first['theory']:>14.6g}"
                          + "".join(f" {m['samples']:>12.6g} {_fmt(m['se']):>10} {_fmt(m['z'], '.2f'):>6}" for m in moments)
-                         + f"  {first['exact'] or '(numeric)'}")
+                         + f"  {_exact_text(first['exact'])}")
         if c.draws < MIN_DRAWS:
             lines.append(f"         (the mean over {c.draws} draw(s), without a standard error: one needs at least {MIN_DRAWS} "
                          "draws to mean what it says)")
@@ -140,3 +140,11 @@ def format_report(result: VerifyResult) -> str:
     seconds = 0.0 if law is None else law.seconds
     lines.append(f"timing   law solved in {seconds:.1f} s (earlier, if read from the cache); this run {result.seconds:.1f} s")
     return "\n".join(lines)
+
+
+def _exact_text(exact: str | None) -> str:
+    """An exact moment as the table prints it: itself, or where it is long (rational digits of quadrature data) its
+    length, for the JSON to hold."""
+    if not exact:
+        return "(numeric)"
+    return exact if len(exact) <= 60 else f"(exact, {len(exact)} characters: --json)"

@@ -1,0 +1,144 @@
+"""The law of a network's first block (docs/extensions.md §8.7): the MLP's equivalent against the conjugate-kernel law of
+Fan & Wang (2020) solved independently, the neurons' Hermite data against closed forms, the constants of the norms
+against the hand derivation, and the law against the real network's Monte Carlo."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import gemhsa_sym as gs
+from gemhsa_sym.cli import main
+from gemhsa_sym.laws.resolve import law_of
+from gemhsa_sym.layer.network import description_from_dict
+from gemhsa_sym.layer.network_equivalent import network_equivalent, neuron_levels
+
+
+def _silverstein(z: complex, nodes: np.ndarray, weights: np.ndarray, c: float) -> complex:
+    """m(z) = int dnu(t) / (t (1 - c - c z m) - z): the Stieltjes transform (convention 1/(lambda - z)) of the sample
+    covariance of N = p / c samples with population law nu (Silverstein), by damped fixed-point iteration."""
+    m = -1 / z
+    for _ in range(50_000):
+        new = np.sum(weights / (nodes * (1 - c - c * z * m) - z))
+        if abs(new - m) < 1e-15:
+            return new
+        m = (m + new) / 2
+    raise AssertionError("the fixed point did not settle")
+
+
+def _shifted_mp(b2: float, ratio: float, points: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights of nu = (1 - b^2) + b^2 mu_0, mu_0 the Marchenko-Pastur law of X X^T / d (ratio n / d): its atom
+    at 0 and its density, integrated in theta (t = centre + radius cos theta) by the midpoint rule."""
+    low, high = (1 - ratio**0.5) ** 2, (1 + ratio**0.5) ** 2
+    theta = (np.arange(points) + 0.5) * np.pi / points
+    t = (low + high) / 2 + (high - low) / 2 * np.cos(theta)
+    weights = ((high - low) / 2) ** 2 * np.sin(theta) ** 2 / (2 * np.pi * ratio * t) * (np.pi / points)
+    nodes = 1 - b2 + b2 * t
+    if ratio > 1:
+        nodes, weights = np.append(nodes, 1 - b2), np.append(weights, 1 - 1 / ratio)
+    return nodes, weights
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh", "gelu"])
+def test_the_hidden_layer_is_the_conjugate_kernel_of_fan_and_wang(activation: str) -> None:
+    """phi(X W) of tokens X (n x d) and W (d x f), by its equivalent mu_1 X W + mu_* Z with the package's Hermite data,
+    against Fan & Wang's conjugate kernel (1/f) s(XW) s(XW)^T -> MP(n/f) boxtimes ((1 - b^2) + b^2 MP(n/d)), s = (phi -
+    mu_0)/sqrt(V) and b = mu_1/sqrt(V), solved by Silverstein's equation: m(w) at three points to 1e-10."""
+    n, d, f = gs.Dim("n"), gs.Dim("d"), gs.Dim("f")
+    rd, rf = sp.Rational(1, 2), sp.Rational(3, 2)
+    (mu0, mu1, sigma2), = neuron_levels(activation, sp.Integer(1), sp.Integer(0)).data
+    X, W, Z = gs.Gaussian("X", n, d), gs.Gaussian("W", d, f, scale=1 / rd), gs.Gaussian("Z", n, f)
+    law = gs.law(mu1 * X * W + sp.sqrt(sigma2) * Z, ratios={n: 1, d: rd, f: rf})
+    variance = float(mu1**2 + sigma2)
+    nodes, weights = _shifted_mp(float(mu1**2) / variance, float(1 / rd))
+    c, scale = float(1 / rf), variance * float(rf)  # the engine's law: Y^T Y (f x f) = V (f / n) s^T s / f
+    for w in (1 + 1j, 0.3 + 0.2j, 2 + 0.1j):
+        kernel = _silverstein(w / scale, nodes, weights, c)
+        features = c * kernel - (1 - c) / (w / scale)  # the f x f Gram: the kernel's eigenvalues and f - n zeros
+        assert abs(-features / scale - complex(law.stieltjes(w))) < 1e-10
+
+
+def test_neuron_levels_have_the_closed_forms_of_relu() -> None:
+    """Without bias: mu_0 = 1/sqrt(2 pi), mu_1 = 1/2, mu_*^2 = 1/4 - 1/(2 pi), exactly. With a bias b of variance 1/4 at
+    input variance 3/4 (s = sqrt 3 / 2): E relu(b + s g) = b Phi(b/s) + s phi(b/s), E g relu(b + s g) = s Phi(b/s),
+    E relu^2 = (b^2 + s^2) Phi(b/s) + b s phi(b/s), at every Gauss-Hermite node; the weights sum to 1 exactly."""
+    (mu0, mu1, sigma2), = neuron_levels("relu", sp.Integer(1), sp.Integer(0)).data
+    assert sp.simplify(mu0 - 1 / sp.sqrt(2 * sp.pi)) == 0 and mu1 == sp.Rational(1, 2)
+    assert sp.simplify(sigma2 - (sp.Rational(1, 4) - 1 / (2 * sp.pi))) == 0
+    levels = neuron_levels("relu", sp.Rational(3, 4), sp.Rational(1, 4))
+    assert sum(levels.weights) == 1 and len(levels.weights) == 8
+    nodes, _ = np.polynomial.hermite_e.hermegauss(8)
+    s = math.sqrt(3) / 2
+    for node, (m0, m1, var) in zip(nodes, levels.data):
+        b = node / 2
+        cdf, pdf = 0.5 * math.erfc(-b / s / math.sqrt(2)), math.exp(-((b / s) ** 2) / 2) / math.sqrt(2 * math.pi)
+        first, gain = b * cdf + s * pdf, s * cdf
+        second = (b * b + s * s) * cdf + b * s * pdf
+        assert abs(float(m0) - first) < 1e-13 and abs(float(m1) - gain) < 1e-13
+        assert abs(float(var) - (second - first**2 - gain**2)) < 1e-13
+
+
+def test_the_norms_divide_by_the_constants_derived_by_hand() -> None:
+    """One head at unit ratios, beta = alpha = 1: the stream's mean m_R = 1 + e, the common vector's kappa = 1; after a
+    pre-norm the law is the residual stream's, moment for moment; after a post-norm it is that law over 2 + e, so its
+    mean is (1 + e) / (2 + e)."""
+    residual = gs.law(gs.load("residual"))
+    pre = law_of(description_from_dict({"residual": 1, "norm": "rms", "layers": 2, "target": "layer:1"}))
+    post = law_of(description_from_dict({"residual": 1, "norm": "layer", "norm_position": "post"}))
+    assert [sp.simplify(a - b) for a, b in zip(pre.moments(3), residual.moments(3))] == [0, 0, 0]
+    assert sp.simplify(post.moments(1)[0] - (1 + sp.E) / (2 + sp.E)) == 0
+    assert sp.simplify(post.moments(2)[0 + 1] - residual.moments(2)[1] / (2 + sp.E) ** 2) == 0
+    constants = network_equivalent(post.source).constants
+    assert constants["m_R"] == 1 + sp.E and constants["kappa"] == 1
+
+
+#: Networks whose first block's law is checked against the real network: the pre-LN block with a ReLU MLP (the
+#: neurons' bias levels), and a post-RMSNorm block with a GELU MLP after centred attention.
+MONTE_CARLO = {
+    "pre-ln-relu-mlp": {"heads": 2, "residual": 1, "norm": "layer", "d_ff": 2},
+    "post-rms-gelu-centred": {"residual": "1/2", "norm": "rms", "norm_position": "post", "d_ff": 1, "activation": "gelu",
+                              "attention": "centred"},
+}
+
+
+@pytest.mark.parametrize("name", list(MONTE_CARLO))
+def test_the_first_block_law_against_the_real_network(name: str) -> None:
+    """At n = 1000 (2 draws, seed 0): KS between the law and the real network within the floor (two independent sets of
+    the equivalent) + 0.006, and between the law and its equivalent's own draws within the floor + 0.004."""
+    network = description_from_dict(MONTE_CARLO[name])
+    result = gs.verify(network, [1000], draws=2, seed=0)
+    comparison, = result.comparisons
+    floor = comparison.floor["ks"]
+    assert comparison.ks["theory_softmax"] <= floor + 0.006, comparison.ks
+    assert comparison.ks["theory_ge"] <= floor + 0.004, comparison.ks
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"layers": 2}, "target: from layer 2 on the tokens carry a common vector"),
+    ({"mask": "causal"}, "mask: a causal layer's equivalent is no polynomial"),
+    ({"kv": "tied"}, "kv: the common vector's size is derived"),
+])
+def test_what_has_no_law_says_why(changes: dict[str, object], message: str) -> None:
+    network = description_from_dict({"residual": 1, "norm": "layer", "d_ff": 1} | changes)
+    with pytest.raises(NotImplementedError) as error:
+        law_of(network)
+    assert str(error.value).startswith(message)
+
+
+def test_derive_prints_the_law_of_a_block(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    network = description_from_dict({"residual": 1, "norm": "layer", "norm_position": "post"})
+    path = tmp_path / "post.toml"
+    path.write_text(network.to_toml(), encoding="utf-8")
+    assert main(["derive", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert abs(report["moments"][0]["float"] - float((1 + sp.E) / (2 + sp.E))) < 1e-12
+    assert "after layer 1 of 1 blocks" in report["statement"] and "kappa = 1" in report["statement"]
+    stacked = tmp_path / "stack.toml"
+    stacked.write_text(network.replace(layers=2).to_toml(), encoding="utf-8")
+    assert main(["derive", str(stacked)]) == 2
+    assert capsys.readouterr().err.startswith("gemhsa-sym: error: target: from layer 2 on")
