@@ -2,7 +2,7 @@
 
 - ``sampler_ratio``: one draw of a pre-LN block (one head, ReLU MLP with d_ff = n) by the sampler, over the same block
   computed in float64 by PyTorch's ``TransformerEncoderLayer`` from the same weights (where torch is installed; target
-  at most 1.5), best of interleaved rounds;
+  at most 1.5), both on one thread, best of interleaved rounds;
 - ``law_ratio``: the first block's law (its equivalent with 8 bias levels, the law's mean and top edge) over the
   residual stream's law (the same steps for the layer alone) in fresh objects, best of interleaved rounds.
 
@@ -16,6 +16,7 @@ import importlib.util
 import json
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 from timing import best_times
 
 from gemhsa_sym.laws.resolve import law_of
@@ -67,7 +68,11 @@ def main() -> None:
             with torch.no_grad():
                 layer(x)
 
-        ours, theirs = best_times([lambda: network_outputs(network, weights, X), by_torch], args.repeat)
+        def by_sampler() -> None:
+            with threadpool_limits(1, user_api="blas"):
+                network_outputs(network, weights, X)
+
+        ours, theirs = best_times([by_sampler, by_torch], args.repeat)
         figures |= {"sampler_s": ours, "torch_s": theirs, "sampler_ratio": ours / theirs}
     else:
         figures["sampler_ratio"] = None
