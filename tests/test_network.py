@@ -8,12 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sympy as sp
 
 from gemhsa_sym.cli import main
 from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.network import Network, description_from_dict
 from gemhsa_sym.layer.presets import read_input
+from gemhsa_sym.layer.scores import ACTIVATIONS
 from gemhsa_sym.sampling.network import BlockWeights, draw_block_weights, network_outputs
 from gemhsa_sym.sampling.result import SampleResult
 from gemhsa_sym.sampling.sampler import network_spectra, sample
@@ -212,3 +214,13 @@ def test_depth_tells_the_three_regimes_apart(tmp_path: Path, capsys: pytest.Capt
     assert report["network"]["layers"] == 3 and len(report["verdicts"]) == 3 and (tmp_path / "d.png").is_file()
     assert main(["depth", "single-head", "--n", "100"]) == 2
     assert capsys.readouterr().err.startswith("gemhsa-sym: error: config: single-head is one plain layer")
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_each_activation_reads_the_same_three_ways(name: str) -> None:
+    """The numpy, SymPy and torch forms of an activation agree (the sampler, the Hermite data and the torch backend)."""
+    activation = ACTIVATIONS[name]
+    x = np.array([-2.5, -0.3, 0.0, 0.7, 3.1])
+    symbolic = np.array([float(activation.symbolic(sp.Float(v, 30))) for v in x])
+    assert np.allclose(activation.numeric(x), symbolic, rtol=1e-14, atol=1e-15)
+    assert np.allclose(activation.tensor(torch.from_numpy(x)).numpy(), symbolic, rtol=1e-14, atol=1e-15)

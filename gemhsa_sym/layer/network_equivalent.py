@@ -7,17 +7,19 @@ polynomial (docs/extensions.md §8.4) and m_R the exact mean of its law:
   (Gaussian tokens have RMS 1 in the limit; LayerNorm's centring is a rank-one change of the features), and after
   the stream the row's mean square is m_R plus kappa = alpha^2 c_0^2, the squared size per entry of the common vector
   alpha sqrt(n) c_0 (1^T X / n) sum_h W_V^h W_O^h (zero for centred attention);
-- the MLP phi(H) W2 of an input H with N(0, v) entries is mu_0 11^T W2 + (mu_1 H / sqrt(v) + mu_* Z_1) W2, with the
-  activation's Hermite data at standard deviation sqrt(v) (:func:`~gemhsa_sym.layer.hermite.hermite_data`,
-  normalisation "none"): v = 1 after a norm, m_R without one; mu_0 adds a common vector of squared size
-  alpha_mlp^2 mu_0^2 per entry, which the centring removes and a post-norm counts.
+- the MLP's input is (R + c) / s (s = 1 without a norm, s_U before a pre-norm MLP, s_1 after a post-norm): its
+  centred part has variance v = m_R / s^2 per entry, and c / s gives neuron k the bias b_k = c . w_1k / s ~
+  N(0, kappa / s^2), independent of the centred part (c is one direction of W_1). phi(b_k + h) is
+  mu_0k + (mu_1k / sqrt(v)) h + mu_*k z with the Hermite data of phi at the bias b_k and variance v, the neurons in
+  :data:`MLP_LEVELS` Gauss-Hermite levels of b (one exact level, :func:`~gemhsa_sym.layer.hermite.hermite_data`,
+  where kappa = 0); mu_0's common vector mu_0(b)^T W_2 is removed by the centring and counted by a post-norm.
 
-Pre-norm: out = R + alpha_mlp (mu_1 R W_1 W_2 / sqrt(m_R) + mu_* Z_1 W_2); without norm the same with the data at
-sqrt(m_R) and R W_1 W_2 / sqrt(m_R) read as R W_1 W_2 times mu_1 / sqrt(m_R). Post-norm: U = R / s_1 with
-s_1^2 = m_R + kappa; out = P / s_2 with P = U + alpha_mlp (mu_1 U W_1 W_2 + mu_* Z_1 W_2) and s_2^2 = m_P + kappa / s_1^2
-+ alpha_mlp^2 mu_0^2. Where the MLP's input carries the common vector (softmax attention with alpha != 0), every
-neuron gets its own bias, and the equivalent is refused with that reason; so are later layers (the common vector
-weights the keys), a causal mask (its rows do not concentrate) and values or outputs built from the keys.
+With M = sum_k nu_1k W_1k W_2k (nu_1k = mu_1k / sqrt(v)) and E = sum_k mu_*k Z_1k W_2k: pre-norm out = R (I + alpha_mlp
+M / s_U) + alpha_mlp E, s_U^2 = m_R + kappa; without a norm the same with s = 1; post-norm U = R / s_1 (s_1^2 = m_R +
+kappa) and out = (U (I + alpha_mlp M) + alpha_mlp E) / s_2 with s_2^2 = m_P + kappa / s_1^2 + alpha_mlp^2 E_b mu_0(b)^2,
+m_P the exact mean of the numerator's law (eq. of docs/extensions.md §8.7). Later layers (the common vector weights
+the keys), a causal mask (its rows do not concentrate) and values or outputs built from the keys are refused with the
+reason.
 """
 
 from __future__ import annotations

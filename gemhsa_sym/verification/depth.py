@@ -19,6 +19,7 @@ import numpy as np
 from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.readings import layer_of
+from gemhsa_sym.progress import stage
 from gemhsa_sym.resources import check_memory
 from gemhsa_sym.sampling.executors import local_workers, run_tasks
 from gemhsa_sym.sampling.network import draw_block_weights, network_bytes, network_outputs
@@ -119,7 +120,8 @@ def _first_block_theory(network: Network) -> dict[str, Any]:
         law = law_of(network.replace(layers=1) if network.layers > 1 else network)
     except NotImplementedError as exc:
         return {"mean": None, "top": None, "reason": str(exc)}
-    return {"mean": float(law.moments(1)[0]), "top": float(law.edges()[-1].location), "reason": None}
+    with stage("the first block's law (its mean and top edge)"):
+        return {"mean": float(law.moments(1)[0]), "top": float(law.edges()[-1].location), "reason": None}
 
 
 def depth(network: Network, n: list[int], draws: int = 1, seed: int = 0, executor: Executor | None = None,
