@@ -14,6 +14,7 @@ import sympy as sp
 
 import gemhsa_sym as gs
 from gemhsa_sym.cli import main
+from gemhsa_sym.export.exact import from_tree, tree
 from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.layer.network import description_from_dict
 from gemhsa_sym.layer.network_equivalent import network_equivalent, neuron_levels
@@ -142,3 +143,27 @@ def test_derive_prints_the_law_of_a_block(tmp_path: Path, capsys: pytest.Capture
     stacked.write_text(network.replace(layers=2).to_toml(), encoding="utf-8")
     assert main(["derive", str(stacked)]) == 2
     assert capsys.readouterr().err.startswith("gemhsa-sym: error: target: from layer 2 on")
+
+
+@pytest.mark.slow
+def test_a_block_law_with_levels_is_written_and_checked_as_a_library_entry(tmp_path: Path) -> None:
+    """A network's record (its moments as 30-digit decimals where the neurons are in levels) is written, read back and
+    checked like any derivation of the library, and its document states the network."""
+    (tmp_path / "block.toml").write_text(description_from_dict({"residual": 1, "norm": "layer", "d_ff": 1}).to_toml(),
+                                         encoding="utf-8")
+    assert main(["derivations", "--write", "--dir", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "block.json").read_text(encoding="utf-8"))
+    assert abs(float(record["moments"][0]["exact"]) - record["moments"][0]["float"]) < 1e-13
+    assert "after layer 1 of 1 blocks" in (tmp_path / "block.tex").read_text(encoding="utf-8")
+    assert main(["derivations", "--check", "--dir", str(tmp_path)]) == 0
+
+
+def test_moments_of_levels_are_decimals_that_a_record_keeps() -> None:
+    """With the neurons in levels the law's moments are 30-digit decimals (their exact rationals run to hundreds of
+    digits), kept by an exact record's tree and read back to their digits; an exact equivalent keeps its closed forms."""
+    levels = law_of(description_from_dict({"residual": 1, "norm": "layer", "d_ff": 1}))
+    mean, second = levels.moments(2)
+    assert isinstance(mean, sp.Float) and abs(float(mean) - 4.00255339428564) < 1e-12
+    assert all(abs(from_tree(tree(m)) - m) < 1e-27 * abs(m) for m in (mean, second))
+    exact = law_of(description_from_dict({"residual": 1, "norm": "layer", "d_ff": 1, "attention": "centred"}))
+    assert not exact.moments(1)[0].has(sp.Float)

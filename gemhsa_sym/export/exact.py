@@ -8,7 +8,8 @@ Two layouts, both plain JSON and both read back without running anything:
   SymPy's order (P(m, w) with the generators m, w and the parameters that stayed symbolic);
 - an **expression tree** (:func:`tree`, :func:`from_tree`) for any other exact expression: nested lists
   ``[head, *arguments]`` over the heads of :data:`HEADS` (sums, products, powers, exp, log, the
-  constants E, pi, I and oo, integers and rationals as text, and symbols with their assumptions).
+  constants E, pi, I and oo, integers, rationals and decimal numbers (a law's figures from quadrature) as text, and
+  symbols with their assumptions).
 
 Reading validates every node (an unknown head, a malformed number or a tree deeper than
 :data:`MAX_DEPTH` is refused with a ValueError naming the field), and rebuilds the SymPy object node by
@@ -33,6 +34,8 @@ ASSUMPTIONS: tuple[str, ...] = ("real", "positive", "nonnegative", "integer")
 MAX_DEPTH = 200
 #: Heads of a tree with arguments, and the SymPy class that rebuilds each.
 HEADS: dict[str, Callable[..., sp.Expr]] = {"Add": sp.Add, "Mul": sp.Mul, "Pow": sp.Pow, "exp": sp.exp, "log": sp.log}
+#: The text of a decimal node: a signed decimal with an optional exponent.
+_DECIMAL = re.compile(r"-?\d+(\.\d*)?(e[-+]?\d+)?", re.IGNORECASE)
 #: Constants, by name.
 CONSTANTS: dict[str, sp.Expr] = {"E": sp.E, "pi": sp.pi, "I": sp.I, "oo": sp.oo}
 
@@ -43,6 +46,8 @@ def tree(expr: sp.Expr) -> Any:
         return ["Integer", str(expr)]
     if isinstance(expr, sp.Rational):
         return ["Rational", str(expr)]
+    if isinstance(expr, sp.Float):
+        return ["Float", str(expr)]
     if isinstance(expr, sp.Symbol):
         return ["Symbol", expr.name, {key: True for key in ASSUMPTIONS if expr._assumptions_orig.get(key)}]
     for name, constant in CONSTANTS.items():
@@ -69,6 +74,11 @@ def from_tree(data: Any, field: str = "expression", depth: int = 0, evaluate: bo
         if not isinstance(value, sp.Rational):
             raise ValueError(f"{field}: {args[0]!r} is not a rational number")
         return value
+    if head == "Float":
+        if len(args) != 1 or not isinstance(args[0], str) or not _DECIMAL.fullmatch(args[0]):
+            raise ValueError(f"{field}: a decimal node holds the decimal text of its number")
+        digits = len(re.sub(r"[^0-9]", "", args[0].lower().split("e")[0]).lstrip("0"))
+        return sp.Float(parse_number(args[0], field), max(digits, 15))
     if head == "Symbol":
         if len(args) != 2 or not isinstance(args[0], str) or not args[0].replace("_", "a").replace("{", "a").replace(
                 "}", "a").replace(",", "a").replace("^", "a").isalnum() or not isinstance(args[1], dict):

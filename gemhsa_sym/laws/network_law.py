@@ -13,7 +13,10 @@ from gemhsa_sym.laws.spectral import RecordEdges, SpectralLaw
 from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.network_equivalent import NetworkEquivalent, equivalent_of
 
-__all__ = ["NetworkLaw"]
+__all__ = ["MOMENT_DIGITS", "NetworkLaw"]
+
+#: Digits of the moments of a law whose equivalent is not exact.
+MOMENT_DIGITS = 30
 
 
 class NetworkLaw(SpectralLaw):
@@ -25,6 +28,13 @@ class NetworkLaw(SpectralLaw):
         self.source = network
         self.equivalent: NetworkEquivalent = equivalent_of(network)
         super().__init__(self.equivalent.polynomial, self.equivalent.ratios, self.equivalent.values, symbolic=symbolic)
+
+    def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:
+        """Exact mu_1..mu_k (:meth:`SpectralLaw.moments`) where the equivalent is exact; where its neurons are in levels
+        or their data come from quadrature, the same moments of that model with :data:`MOMENT_DIGITS`-digit decimals (its
+        exact rationals run to hundreds of digits, and the model is itself an approximation, docs/extensions.md §8.7)."""
+        found = super().moments(k, symbolic)
+        return found if self.equivalent.exact else [sp.N(m, MOMENT_DIGITS) for m in found]
 
     @property
     def source_data(self) -> dict[str, Any]:

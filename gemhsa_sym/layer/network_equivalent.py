@@ -41,10 +41,13 @@ from gemhsa_sym.layer.hermite import hermite_data
 from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.scores import elementwise
 
-__all__ = ["MLP_LEVELS", "NetworkEquivalent", "NeuronLevels", "equivalent_of", "network_equivalent", "neuron_levels"]
+__all__ = ["COEFFICIENT_DIGITS", "MLP_LEVELS", "NetworkEquivalent", "NeuronLevels", "equivalent_of", "network_equivalent", "neuron_levels"]
 
 #: Gauss-Hermite levels of the neurons' bias where the MLP's input carries a common vector.
 MLP_LEVELS = 8
+#: Digits kept of a coefficient from quadrature: far below the levels' discretisation error (2e-8 in F with 8 levels),
+#: and short enough that a record's exact moments stay within the number grammar's 200 characters.
+COEFFICIENT_DIGITS = 15
 _X = sp.Symbol("x", real=True)
 
 
@@ -59,6 +62,12 @@ class NetworkEquivalent:
     values: dict[sp.Symbol, sp.Expr]
     constants: dict[str, sp.Expr]
     mlp: NeuronLevels | None
+
+    @property
+    def exact(self) -> bool:
+        """Whether every coefficient is exact: no MLP, or one level of neurons with closed-form Hermite data (otherwise
+        the levels and the quadrature make the law an approximation, docs/extensions.md §8.7)."""
+        return self.mlp is None or (len(self.mlp.weights) == 1 and not any(v.has(sp.Float) for v in self.mlp.data[0]))
 
 
 @dataclass(frozen=True)
@@ -110,7 +119,7 @@ def _mlp(network: Network, d: Dim, n: Dim, ratios: dict[Dim, sp.Expr], variance:
     bias variance ``bias_variance``, as I M + E: M = sum_k nu_1k W_1k W_2k (d x d) and the noise E = sum_k nu_*k Z_1k W_2k
     (n x d; None for a linear phi), nu_1k = mu_1k / sqrt(v) and nu_*k = mu_*k over the levels k, each of d_ff times its
     weight neurons (new dimension groups added to ``ratios``); the input enters once, whatever the number of levels.
-    Coefficients from quadrature are the rationals of their 30 digits (:func:`_coefficient`)."""
+    Coefficients from quadrature are rationals of :data:`COEFFICIENT_DIGITS` digits (:func:`_coefficient`)."""
     levels = neuron_levels(network.activation, variance, bias_variance)
     single = len(levels.weights) == 1
     linear, noise = [], []
@@ -127,9 +136,10 @@ def _mlp(network: Network, d: Dim, n: Dim, ratios: dict[Dim, sp.Expr], variance:
 
 
 def _coefficient(value: sp.Expr) -> sp.Expr:
-    """``value`` itself where it is exact; where it holds floating-point numbers (quadrature, 30 digits), the exact
-    rational of its digits, so that the series of the moments stays over Q (docs/extensions.md §8.7)."""
-    return sp.Rational(str(sp.N(value, 30))) if value.has(sp.Float) else value
+    """``value`` itself where it is exact; where it holds floating-point numbers (quadrature), the exact rational of its
+    first :data:`COEFFICIENT_DIGITS` digits, so that the series of the moments stays over Q and a record's numbers stay
+    short (docs/extensions.md §8.7)."""
+    return sp.Rational(str(sp.N(value, COEFFICIENT_DIGITS))) if value.has(sp.Float) else value
 
 
 def _mean(polynomial: MatrixExpr, ratios: dict[Dim, sp.Expr], values: dict[sp.Symbol, sp.Expr]) -> sp.Expr:
