@@ -78,7 +78,7 @@ def _config(source: Source) -> Config | Network:
 
 def sample(source: Source, n: int, draws: int = 1, seed: int = 0, reading: str = "softmax", **options: Any) -> SampleResult:
     """``draws`` seeded spectra of a layer or a network at token count ``n``: the real layer (``reading="softmax"``) or
-    its Gaussian equivalent (``"ge"``; a network has none yet); ``options`` as :func:`~gemhsa_sym.sampling.sampler.sample` (jobs, backend, device)."""
+    its Gaussian equivalent (``"ge"``; a network's after its first block); ``options`` as :func:`~gemhsa_sym.sampling.sampler.sample` (jobs, backend, device)."""
     return sample_config(_config(source), n, draws, seed, reading, **options)
 
 

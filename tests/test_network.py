@@ -18,7 +18,7 @@ from gemhsa_sym.layer.presets import read_input
 from gemhsa_sym.layer.scores import ACTIVATIONS
 from gemhsa_sym.sampling.network import BlockWeights, draw_block_weights, network_outputs
 from gemhsa_sym.sampling.result import SampleResult
-from gemhsa_sym.sampling.sampler import network_spectra, sample
+from gemhsa_sym.sampling.sampler import network_spectra, sample, spectrum
 from gemhsa_sym.verification.depth import depth
 
 torch = pytest.importorskip("torch")
@@ -123,9 +123,11 @@ def test_a_network_round_trips_and_reads_a_layer(tmp_path: Path) -> None:
     path.write_text(network.to_toml(), encoding="utf-8")
     assert read_input(path) == network
     assert network.replace(layers=4).layers == 4 and network.replace(target="output").read_layer == 3
-    every = network_spectra(network, network.sizes(), np.random.default_rng(1), every_layer=True)
     second = network_spectra(network, network.sizes(), np.random.default_rng(1))
-    assert every.shape == (3, 24) and np.array_equal(every[1], second)
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((40, 24))
+    outputs = network_outputs(network, draw_block_weights(network, network.sizes(), rng), X)
+    assert len(outputs) == 3 and np.allclose(second, spectrum(outputs[1] / np.sqrt(40)), rtol=1e-12, atol=1e-12)
 
 
 def test_a_sample_of_a_network_is_saved_and_read_back(tmp_path: Path) -> None:
@@ -182,11 +184,9 @@ def test_the_three_depth_regimes() -> None:
     """One head, d_k = d = n, beta = alpha = alpha_mlp = 1, LayerNorm, ReLU MLP with d_ff = n, one draw at n = 300
     (docs/extensions.md §8.7): post-norm collapses layer by layer, pre-norm freezes after layer 2, pre-norm with
     centred attention keeps spreading."""
-    means = {}
-    for label, spec in {"post": dict(norm_position="post"), "pre": {}, "centred": dict(attention="centred")}.items():
-        network = description_from_dict(dict(n=300, heads=1, residual=1, layers=4, norm="layer", d_ff=300) | spec)
-        spectra = network_spectra(network, network.sizes(), np.random.default_rng(np.random.SeedSequence(0)), every_layer=True)
-        means[label] = spectra.mean(axis=1)
+    means = {label: depth(description_from_dict(dict(n=300, heads=1, residual=1, layers=4, norm="layer", d_ff=300) | spec),
+                          [300]).mean(300)
+             for label, spec in {"post": dict(norm_position="post"), "pre": {}, "centred": dict(attention="centred")}.items()}
     post, pre, centred = means["post"], means["pre"], means["centred"]
     assert 0.5 < post[0] < 1 and post[1] < post[0] / 10 and all(post[k + 1] < post[k] / 50 for k in (1, 2))
     assert 3 < pre[0] < 5 and 5 < pre[1] < 8 and np.all(np.abs(np.diff(pre[1:])) < 0.01 * pre[1])

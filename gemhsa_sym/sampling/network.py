@@ -15,7 +15,7 @@ from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.readings import AttentionLayer, Weights, layer_of
 from gemhsa_sym.layer.scores import ACTIVATIONS
 
-__all__ = ["BlockWeights", "draw_block_weights", "network_bytes", "network_outputs", "token_norm"]
+__all__ = ["BlockWeights", "draw_block_weights", "draw_network", "network_bytes", "network_outputs", "token_norm"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,6 +91,14 @@ def network_outputs(network: Network, weights: list[BlockWeights], X: np.ndarray
         outputs.append(U)
         X = U
     return outputs
+
+
+def draw_network(network: Network, sizes: dict[str, int], rng: np.random.Generator, layers: int | None = None) -> list[np.ndarray]:
+    """One draw from ``rng``: the tokens (the layer's token rule), every layer's weights, then the outputs of the first
+    ``layers`` blocks (all by default)."""
+    X = layer_of(network.layer).draw_tokens(sizes, rng)
+    weights = draw_block_weights(network, sizes, rng)
+    return network_outputs(network, weights if layers is None else weights[:layers], X)
 
 
 def network_bytes(network: Network, sizes: dict[str, int]) -> int:

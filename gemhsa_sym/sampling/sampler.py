@@ -30,7 +30,7 @@ from gemhsa_sym.layer.readings import MODELS, ge_coefficients, layer_of
 from gemhsa_sym.progress import enabled as progress_shown
 from gemhsa_sym.resources import check_memory
 from gemhsa_sym.sampling.executors import local_workers, open_executor, run_tasks
-from gemhsa_sym.sampling.network import draw_block_weights, network_bytes, network_outputs
+from gemhsa_sym.sampling.network import draw_network, network_bytes
 from gemhsa_sym.sampling.polynomial import draw_polynomial
 from gemhsa_sym.sampling.result import SampleResult
 
@@ -85,8 +85,7 @@ def spectrum(Y: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class DrawTask:
     """One independent draw: configuration (or network), token count, model, its own seed, its BLAS threads,
-    and the backend and device that compute it (docs/verification.md §4.8); ``every_layer``: a network's draw gives
-    the spectrum after every layer, one row each, instead of after the layer it reads."""
+    and the backend and device that compute it (docs/verification.md §4.8)."""
 
     config: Config | Network
     n: int
@@ -95,7 +94,6 @@ class DrawTask:
     threads: int = DRAW_THREADS
     backend: str = "numpy"
     device: str = "cpu"
-    every_layer: bool = False
 
 
 @dataclass(frozen=True)
@@ -183,7 +181,7 @@ def run_draw(task: DrawTask | PolynomialDraw) -> np.ndarray:
         with threadpool_limits(task.threads, user_api="blas"):
             if task.model == "ge":
                 return equivalent_spectrum(task.config, task.n, task.seed)
-            return network_spectra(task.config, sizes, rng, task.every_layer)
+            return network_spectra(task.config, sizes, rng)
     layer = layer_of(task.config)
     with threadpool_limits(task.threads, user_api="blas"):
         X = layer.draw_tokens(sizes, rng)
@@ -195,14 +193,10 @@ def run_draw(task: DrawTask | PolynomialDraw) -> np.ndarray:
         return spectrum(Y) if layer.centred else gram_spectrum(Y)
 
 
-def network_spectra(network: Network, sizes: dict[str, int], rng: np.random.Generator, every_layer: bool = False) -> np.ndarray:
-    """The spectrum of out^T P out / n after the layer ``network`` reads, or after every layer (one row each), of one
-    draw from ``rng``: the tokens, every layer's weights, then the blocks (docs/extensions.md §8.7)."""
-    X = layer_of(network.layer).draw_tokens(sizes, rng)
-    weights = draw_block_weights(network, sizes, rng)
-    outputs = network_outputs(network, weights if every_layer else weights[: network.read_layer], X)
-    scale = np.sqrt(sizes["n"])
-    return np.stack([spectrum(out / scale) for out in outputs]) if every_layer else spectrum(outputs[-1] / scale)
+def network_spectra(network: Network, sizes: dict[str, int], rng: np.random.Generator) -> np.ndarray:
+    """The spectrum of out^T P out / n after the layer ``network`` reads, of one draw from ``rng``: the tokens, every
+    layer's weights, then the blocks up to that layer (docs/extensions.md §8.7)."""
+    return spectrum(draw_network(network, sizes, rng, network.read_layer)[-1] / np.sqrt(sizes["n"]))
 
 
 def equivalent_spectrum(network: Network, n: int, seed: np.random.SeedSequence) -> np.ndarray:

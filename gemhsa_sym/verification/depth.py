@@ -18,11 +18,10 @@ import numpy as np
 
 from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.layer.network import Network
-from gemhsa_sym.layer.readings import layer_of
 from gemhsa_sym.progress import stage
 from gemhsa_sym.resources import check_memory
 from gemhsa_sym.sampling.executors import local_workers, run_tasks
-from gemhsa_sym.sampling.network import draw_block_weights, network_bytes, network_outputs
+from gemhsa_sym.sampling.network import draw_network, network_bytes
 from gemhsa_sym.sampling.sampler import spectrum
 from gemhsa_sym.verification.distances import power_fit
 
@@ -41,10 +40,7 @@ FIGURES: tuple[str, ...] = ("mean", "top", "common", "centred")
 def _depth_draw(network: Network, n: int, seed: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
     """One draw: every layer's spectrum (layers x d), and per layer (mean, top, common, centred) with common and centred
     the root mean square per entry of the tokens' average and of the rest."""
-    rng = np.random.default_rng(seed)
-    sizes = network.sizes(n)
-    X = layer_of(network.layer).draw_tokens(sizes, rng)
-    outputs = network_outputs(network, draw_block_weights(network, sizes, rng), X)
+    outputs = draw_network(network, network.sizes(n), np.random.default_rng(seed))
     spectra = np.stack([spectrum(out / np.sqrt(n)) for out in outputs])
     figures = []
     for out, values in zip(outputs, spectra):
