@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 
 import numpy as np
 import pytest
 import sympy as sp
+from scipy import integrate, stats
 
+from gemhsa_sym.cli import main
 from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.laws.spectral import SpectralLaw
 from gemhsa_sym.layer.config import Config
@@ -184,3 +187,18 @@ def test_many_heads_keep_their_law() -> None:
     assert [(x.side, x.hard) for x in edges] == [("lower", True), ("upper", False)]
     assert 27.88 < float(edges[1].location) < 27.8888
     assert law.scale < 1e5
+
+
+def test_a_score_integrated_by_quadrature_gets_its_record(capsys: pytest.CaptureFixture[str]) -> None:
+    """The sigmoid score has no closed form in beta: its record keeps the moments in mu_1 and sigma, at their values as
+    decimals. One head at unit ratios has mean 2 mu_1^2 + sigma^2 (e for softmax), with mu_1 = 2 E[g s(g)] and
+    sigma^2 = 4 E[s(g)^2] - 1 - mu_1^2 of the logistic s (E s(g) = 1/2) integrated here by scipy."""
+    def gauss(f: object) -> float:
+        return integrate.quad(lambda g: f(g) * stats.norm.pdf(g), -40, 40, epsabs=1e-14, epsrel=1e-13)[0]
+
+    mu1 = 2 * gauss(lambda g: g / (1 + np.exp(-g)))
+    sigma2 = 4 * gauss(lambda g: (1 / (1 + np.exp(-g))) ** 2) - 1 - mu1**2
+    assert main(["derive", "single-head", "--set", "score=sigmoid", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["moments"][0]["symbolic"] == "2*mu_1**2 + sigma**2"
+    assert abs(float(report["moments"][0]["exact"]) - (2 * mu1**2 + sigma2)) < 1e-10

@@ -62,9 +62,9 @@ class AttentionLaw(SpectralLaw):
             return base
         c = self.coefficients
         scale = self.config.score_scale
-        general = hermite_data(self.config.score, BETA * scale, self.config.normalisation)
+        general = self._in_beta()
         formula = ([rf"\mu_{{1}}(\beta) = {sp.latex(sp.simplify(general.mu1 / scale))}",
-                    rf"\sigma^{{2}}(\beta) = {sp.latex(sp.simplify(general.sigma2))}"] if general.exact else [])
+                    rf"\sigma^{{2}}(\beta) = {sp.latex(sp.simplify(general.sigma2))}"] if general is not None else [])
         latex = dataclasses.replace(base.latex, coefficients=[*formula, rf"\mu_{{1}} = {sp.latex(c.mu1)}",
                                                               rf"\sigma^{{2}} = {sp.latex(c.sigma2)}"])
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
@@ -79,8 +79,17 @@ class AttentionLaw(SpectralLaw):
             return super().moments(k)
         out = super().moments(k, symbolic=True)
         scale = self.config.score_scale  # the scores' standard deviation (docs/extensions.md §8.3)
-        h = hermite_data(self.config.score, BETA * scale, self.config.normalisation)
-        if not h.exact:
+        h = self._in_beta()
+        if h is None:
             return out
         sub = {MU1: h.mu1 / scale, SIGMA: sp.sqrt(h.sigma2)}
         return [sp.expand(m.subs(sub)) for m in out]
+
+    def _in_beta(self) -> HermiteData | None:
+        """The score's Hermite data in a symbolic beta, where they have a closed form (None for a score integrated by
+        quadrature, such as sigmoid or softplus: docs/model.md §1.6)."""
+        try:
+            data = hermite_data(self.config.score, BETA * self.config.score_scale, self.config.normalisation)
+        except ValueError:  # no closed form at a symbolic beta
+            return None
+        return data if data.exact else None
