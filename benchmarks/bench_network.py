@@ -85,8 +85,8 @@ def main() -> None:
         law.moments(1), law.edges()
 
     def residual_law() -> None:
-        law = SpectralLaw(gaussian_equivalent(layer_config).model, gaussian_equivalent(layer_config).ratios,
-                          gaussian_equivalent(layer_config).values)
+        equivalent = gaussian_equivalent(layer_config)
+        law = SpectralLaw(equivalent.model, equivalent.ratios, equivalent.values)
         law.moments(1), law.edges()
 
     law_of(ratio_network).moments(1)  # the kernel compiled and the Hermite data cached before timing

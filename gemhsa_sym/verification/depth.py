@@ -113,7 +113,7 @@ class DepthResult:
 def _first_block_theory(network: Network) -> dict[str, Any]:
     """The mean and top edge of the law after the first block, or why there is none (docs/extensions.md §8.7)."""
     try:
-        law = law_of(network.replace(layers=1) if network.layers > 1 else network)
+        law = law_of(network.replace(layers=1))
     except NotImplementedError as exc:
         return {"mean": None, "top": None, "reason": str(exc)}
     with stage("the first block's law (its mean and top edge)"):
