@@ -19,7 +19,7 @@ import sympy as sp
 
 from gemhsa_sym.cli import main
 from gemhsa_sym.export.document import document
-from gemhsa_sym.export.latex import broken_sum, collected_terms, packed, printed_width, terms_of
+from gemhsa_sym.export.latex import WIDTH, broken_sum, collected_terms, entry, named_terms, packed, printed_width, terms_of
 from gemhsa_sym.export.record import LawRecord, record_from_json
 from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
 from gemhsa_sym.laws.polynomial import ModelLaw
@@ -354,3 +354,20 @@ def test_exact_data_is_read_only_through_its_grammar() -> None:
                  "exec(Integer(1))", "Add(" * 250 + "Integer(1)" + ")" * 250):
         with pytest.raises(ValueError, match="^sympy: "):
             read_srepr(text)
+
+
+def test_a_wide_product_names_its_sums_and_a_wide_entry_breaks() -> None:
+    """A product of long sums is printed with each sum named F_k and given term by term; a wide sector entry is broken
+    over aligned lines with its long rationals as decimals (docs/exports.md §5.2)."""
+    n = Dim("n")
+    X = [Gaussian(f"X_{k}", n, n) for k in range(1, 9)]
+    W = [Gaussian(f"W_{k}", n, n) for k in range(1, 9)]
+    Y = sp.MatAdd(*[x * w for x, w in zip(X, W)]) * sp.MatAdd(*X) + X[0]
+    terms, factors = named_terms(Y)
+    assert [name for name, _ in factors] == [r"\mathcal{F}_{1}", r"\mathcal{F}_{2}"]
+    assert any(r"\mathcal{F}_{1} \mathcal{F}_{2}" in t for t in terms) and "X_{1}" in terms
+    assert all(printed_width(t) <= WIDTH for _, parts in factors for t in parts)
+    g = sp.symbols("g_1:12")
+    wide = entry("M_{s,s}", sum(sp.Rational(10**20 + k, 3**50) * x for k, x in enumerate(g)))
+    assert wide.startswith(r"M_{s,s} = \begin{aligned}[t] & 0.000139295556909854 g_{1}") and wide.count(r"\\") >= 3
+    assert entry("M_{s,t}", g[0] / 2) == r"M_{s,t} = \frac{g_{1}}{2}"

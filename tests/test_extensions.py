@@ -120,6 +120,28 @@ def test_one_level_token_covariance_is_the_plain_layer() -> None:
     assert float(one.edges(16)[-1].location) == pytest.approx(float(plain.edges(16)[-1].location), rel=1e-13)
 
 
+def test_sixteen_token_levels_are_the_two_they_repeat() -> None:
+    """A covariance written as 16 blocks, alternately 1/2 and 3/2, is the two-level covariance: the same exact moments
+    and upper edge from a pencil eight times larger."""
+    two = {"values": ["1/2", "3/2"], "weights": ["1/2", "1/2"]}
+    sixteen = {"values": ["1/2", "3/2"] * 8, "weights": ["1/16"] * 16}
+    base = PRESETS["single-head"]
+    coarse = AttentionLaw(base.replace(tokens="covariance", token_covariance=two))
+    fine = AttentionLaw(base.replace(tokens="covariance", token_covariance=sixteen))
+    assert fine.moments(3) == coarse.moments(3)
+    assert float(fine.edges(16)[-1].location) == pytest.approx(float(coarse.edges(16)[-1].location), rel=1e-12)
+
+
+def test_a_large_covariance_says_at_once_what_it_does_not_try() -> None:
+    """Eight distinct levels leave 113 unknowns after the reductions: more than the elimination and the minimal system
+    are tried for, which the law says without running out their time limits (docs/solving.md §3.2)."""
+    eight = {"values": [f"{k}/4" for k in range(1, 9)], "weights": ["1/8"] * 8}
+    law = AttentionLaw(PRESETS["single-head"].replace(tokens="covariance", token_covariance=eight))
+    assert law.algebraic().reason.startswith("not attempted: the reduced system has 113 unknowns")
+    with pytest.raises(ValueError, match="not sought: the reduced system has 113 unknowns"):
+        law.minimal()
+
+
 def test_token_covariance_rescales_the_scores() -> None:
     """Sigma = lambda I: the scores have standard deviation lambda, the Hermite data are those of beta lambda,
     and the law is that of the plain layer at beta lambda with every eigenvalue times lambda (X -> sqrt(lambda) X,

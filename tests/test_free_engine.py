@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from scipy import integrate
 from template_laws import TEMPLATES, VB, W2B, XA, ZA, a_, b_, c_, template_law
 
-from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, ShapeMismatch, dims_of
+from gemhsa_sym.free.expressions.matrices import MAX_MONOMIALS, Dim, Gaussian, ShapeMismatch, dims_of, monomials
 from gemhsa_sym.free.expressions.pencil import linearise
 from gemhsa_sym.free.expressions.system import W
 from gemhsa_sym.free.numeric.descent import BranchError, predict
@@ -1002,3 +1002,17 @@ def test_a_law_s_tables_eliminate_most_unknowns_without_pivoting() -> None:
     tables = law.solver().dyson.tables
     assert (tables.active.size, tables.free) == (11, 6)
     assert _order_holds(tables.size, tables.active, tables.j_target) == 5
+
+
+def test_a_polynomial_that_cancels_only_when_expanded_is_the_zero_law():
+    """S T - (X0 + X1) T - (X2 + X3) T with S = X0 + X1 + X2 + X3 and T = S^4 vanishes, which only its 2048 monomials
+    show: too many to expand, it is bounded factor by factor, and found to vanish on random instances."""
+    n = Dim("n")
+    X = [Gaussian(f"X{k}", n, n) for k in range(4)]
+    S = X[0] + X[1] + X[2] + X[3]
+    T = S @ S @ S @ S
+    Y = S @ T - (X[0] + X[1]) @ T - (X[2] + X[3]) @ T
+    assert monomials(Y) == 2048 > MAX_MONOMIALS
+    law = spectral_law(Y, {n: 1})
+    assert law.zero and law.moments(2) == [0, 0]
+    assert not spectral_law(Y + X[0] / 1000, {n: 1}).zero

@@ -110,6 +110,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
         *([broken_sum("Y", tex.model)] if not tex.template else [
             broken_sum("Y", [rf"\sum_{{h=1}}^{{{tex.heads}}} T^{{(h)}}"]), "where one head's term is",
             broken_sum("T^{(h)}", tex.template)]),
+        *(["with the factors"] + [broken_sum(name, terms) for name, terms in tex.factors] if tex.factors else []),
         "and the size ratios " + ", ".join(f"${r}$" for r in tex.ratios) + ".",
     ]
     if record.system.get("reason"):

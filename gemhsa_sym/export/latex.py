@@ -16,7 +16,7 @@ from typing import Any
 
 import sympy as sp
 
-__all__ = ["WIDTH", "aligned_system", "broken_sum", "collected_terms", "packed", "printed_width", "terms_of"]
+__all__ = ["WIDTH", "aligned_system", "broken_sum", "collected_terms", "decimals", "entry", "named_terms", "packed", "printed_width", "terms_of"]
 
 #: Printed characters of mathematics per line (11pt article with 2 cm margins holds about 75).
 WIDTH = 62
@@ -36,12 +36,8 @@ def printed_width(tex: str) -> float:
     return float(len(re.sub(r"[{}^_ &]", "", t)))
 
 
-def broken_sum(lhs: str, terms: Sequence[str], width: int = WIDTH, numbered: bool = False) -> str:
-    """``lhs = t1 + t2 + ...`` as an ``align*`` block with a line break whenever the width is reached
-    (with ``numbered``, a ``multline``-like ``align`` with one number on its last line).
-
-    ``terms`` are printed terms; a leading minus sign joins them with ``-``.
-    """
+def _lines(terms: Sequence[str], width: int) -> list[str]:
+    """Printed terms joined with their signs into lines no wider than ``width`` where a term allows ("0" for none)."""
     lines: list[str] = []
     current = ""
     for k, t in enumerate(terms):
@@ -53,6 +49,16 @@ def broken_sum(lhs: str, terms: Sequence[str], width: int = WIDTH, numbered: boo
         else:
             current += piece
     lines.append(current or "0")
+    return lines
+
+
+def broken_sum(lhs: str, terms: Sequence[str], width: int = WIDTH, numbered: bool = False) -> str:
+    """``lhs = t1 + t2 + ...`` as an ``align*`` block with a line break whenever the width is reached
+    (with ``numbered``, a ``multline``-like ``align`` with one number on its last line).
+
+    ``terms`` are printed terms; a leading minus sign joins them with ``-``.
+    """
+    lines = _lines(terms, width)
     rows = [f"{lhs} &= {lines[0]}"] + [rf"&\quad {line}" for line in lines[1:]]
     if numbered:
         rows = [row + r" \nonumber" for row in rows[:-1]] + rows[-1:]
@@ -64,6 +70,49 @@ def terms_of(expr: sp.Expr, printer: Any = sp.latex) -> list[str]:
     """Printed terms of a sum (a single term otherwise), in SymPy's order."""
     expr = sp.sympify(expr)
     return [printer(t) for t in (expr.as_ordered_terms() if isinstance(expr, sp.Add) else [expr])]
+
+
+def decimals(expr: Any, longer: int) -> Any:
+    """``expr`` with every rational whose numerator or denominator has more than ``longer`` digits shown as a 15-digit
+    decimal (for display: quadrature coefficients and their products, which the record keeps exact)."""
+    return expr.xreplace({r: sp.Float(r, 15) for r in expr.atoms(sp.Rational) if max(len(str(r.p)), len(str(r.q))) > longer})
+
+
+def entry(lhs: str, value: sp.Expr, width: int = WIDTH) -> str:
+    """``lhs = value`` for a list of equations (:func:`packed`); wider than ``width``, its rationals of more than 15
+    digits are shown as 15-digit decimals (what a reader compares; the record keeps the exact system) and its terms
+    are broken over the lines of an ``aligned`` block."""
+    tex = f"{lhs} = {sp.latex(value)}"
+    if printed_width(tex) <= width:
+        return tex
+    lines = _lines(terms_of(decimals(value, 15)), width)
+    return rf"{lhs} = \begin{{aligned}}[t] & " + r" \\ & ".join(lines) + r" \end{aligned}"
+
+
+def named_terms(expr: sp.Expr, width: int = WIDTH) -> tuple[list[str], list[list[Any]]]:
+    """Printed terms of a sum of matrix products, and the factors they name: a product wider than ``width`` has each
+    of its sums wider than a third of it replaced by a name F_1, F_2, ... (calligraphic), and each named sum comes
+    back as [name, its terms] (named the same way where they are wide), so that :func:`broken_sum` may break every
+    line of the model and its factors."""
+    named: list[list[Any]] = []
+
+    def term(t: sp.Expr) -> str:
+        tex = sp.latex(t)
+        if printed_width(tex) <= width or not isinstance(t, sp.MatMul):
+            return tex
+        factors = []
+        for f in t.args:
+            if isinstance(f, sp.MatAdd) and printed_width(sp.latex(f)) > width / 3:
+                name = sp.MatrixSymbol(rf"\mathcal{{F}}_{{{len(named) + 1}}}", f.rows, f.cols)
+                slot: list[Any] = [sp.latex(name), []]
+                named.append(slot)
+                slot[1] = [term(a) for a in f.args]
+                f = name
+            factors.append(f)
+        return sp.latex(sp.MatMul(*factors))
+
+    terms = [term(t) for t in (expr.args if isinstance(expr, sp.MatAdd) else (expr,))]
+    return terms, named
 
 
 def collected_terms(expr: sp.Expr, x: sp.Symbol, width: int = WIDTH) -> list[str]:

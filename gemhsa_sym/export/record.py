@@ -21,13 +21,13 @@ from sympy.matrices.expressions import MatAdd
 
 from gemhsa_sym import __version__
 from gemhsa_sym.export.exact import table, tree
-from gemhsa_sym.export.latex import WIDTH, printed_width, terms_of
+from gemhsa_sym.export.latex import WIDTH, decimals, entry, named_terms, printed_width, terms_of
 from gemhsa_sym.free.algebraic.elimination import Elimination, M
 from gemhsa_sym.free.equations.derivation import Derivation
 from gemhsa_sym.free.equations.meanings import Meaning
 from gemhsa_sym.free.equations.minimal import MinimalSystem
 from gemhsa_sym.free.expressions.exchangeable import ExchangeableSum
-from gemhsa_sym.free.expressions.matrices import without_powers
+from gemhsa_sym.free.expressions.matrices import MAX_MONOMIALS, monomials, without_powers
 from gemhsa_sym.free.expressions.pencil import Pencil
 from gemhsa_sym.free.expressions.system import W
 from gemhsa_sym.free.numeric.results import Atom, Edge, EdgeClassification
@@ -35,6 +35,8 @@ from gemhsa_sym.free.numeric.results import Atom, Edge, EdgeClassification
 __all__ = ["AttentionRecord", "ExactParts", "LatexParts", "LawRecord", "PolynomialInfo", "atom_entry", "build_record", "edge_entry",
            "moment_entry", "record_from_json", "system_entry"]
 
+#: A wide model's rationals with more digits than this (a network's quadrature coefficients) are shown as decimals.
+DIGITS_SHOWN = 8
 #: What P(m, w) is a polynomial equation for; {q} is the dimension of Y^T Y.
 VARIABLES = "P(m, w) = 0, m(w) = (1/q) tr (w - Y^T Y)^{{-1}} with q = {q}, the number of columns of Y (the engine's Y, below)"
 
@@ -87,6 +89,9 @@ class LatexParts:
     #: T^{(h)}, term by term
     heads: str | None = None
     template: list[str] | None = None
+    #: The sums that wide terms of the model (or of one head's term) name F_1, F_2, ...: [name, terms]
+    #: (:func:`~.latex.named_terms`)
+    factors: list[list[Any]] | None = None
     #: The meaning of each unknown of the minimal system and of its definitions (docs/equations.md §2.8), by the
     #: unknown's name: [meaning, the heads it is about]
     meanings: dict[str, list[str]] | None = None
@@ -146,7 +151,7 @@ class LawRecord:
         head = {"name": data.pop("name"), "version": data.pop("version"), "dps": data.pop("dps")}
         info = data["polynomial_info"]
         data["polynomial_info"] = {"variables": info.pop("variables"), **info}
-        for key in ("coefficients", "heads", "template", "meanings"):
+        for key in ("coefficients", "heads", "template", "factors", "meanings"):
             if data["latex"][key] is None:
                 del data["latex"][key]
         return ({k: v for k, v in head.items() if k != "name" or v is not None}) | data
@@ -208,21 +213,28 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
     reason = minimal if isinstance(minimal, str) else None
     equations, definitions = ((), ()) if reason is not None else (minimal.equations, minimal.definitions)
     model_terms = model.args if isinstance(model, MatAdd) else (model,)
-    heads = template = None
+    printed_model, heads, template, factors = [sp.latex(t) for t in model_terms], None, None, None
     if isinstance(model, ExchangeableSum) and printed_width(sp.latex(model)) > WIDTH:  # Y = sum_h T^{(h)}, T broken
-        heads, template = sp.latex(model.heads), terms_of(without_powers(model.template.doit().expand()))
+        written = model.template.doit()
+        written = without_powers(written.expand() if monomials(written) <= MAX_MONOMIALS else written)
+        heads, template = sp.latex(model.heads), terms_of(written)
+        if any(printed_width(t) > WIDTH for t in template):
+            template, factors = named_terms(decimals(written, DIGITS_SHOWN))
+    elif any(printed_width(t) > WIDTH for t in printed_model) and not isinstance(model, ExchangeableSum):
+        printed_model, factors = named_terms(decimals(model, DIGITS_SHOWN))
     edges = ([edge_entry(e, dps, refined=False) for e in classified.edges] if classified is not None
              else [edge_entry(e, dps) for e in fold])
     latex = LatexParts(
-        model=[sp.latex(t) for t in model_terms],
+        model=printed_model,
         ratios=[rf"{sp.latex(sp.Symbol(str(d)))} = {sp.latex(v)}" for d, v in derivation.ratios.items()],
         unknowns=[sp.latex(g) for g in system.unknowns],
         output=sp.latex(system.output),
-        sectors=[[sec.name, [rf"M_{{{sec.labels[a]},{sec.labels[b]}}} = {sp.latex(v)}" for (a, b), v in _nonzero_entries(sec.matrix())]]
+        sectors=[[sec.name, [entry(rf"M_{{{sec.labels[a]},{sec.labels[b]}}}", v) for (a, b), v in _nonzero_entries(sec.matrix())]]
                  for sec in system.sectors],
         readouts=[sp.latex(e) for e in system.readout_equations()],
         heads=heads,
         template=template,
+        factors=factors or None,
         meanings={str(c): [meanings[c].latex(derivation.pencil), meanings[c].heads or ""] for c, _ in [*equations, *definitions]},
     )
     P = elimination.polynomial

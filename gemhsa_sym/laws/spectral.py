@@ -256,9 +256,8 @@ class SpectralLaw(Law):
                 self._eliminations[key] = recorded_elimination(self.known, self.system, self.values, lambda: self._solvers[
                     "dyson"].solutions(unit=self._top()))  # near the support, where every term of P counts
             else:
-                solutions = self._solvers["dyson"].solutions()
                 with stage(f"eliminating P(m, w) (at most {key[0]:g} s per attempt)"):
-                    self._eliminations[key] = eliminate(self.system, self.values, solutions, key[0], backend,
+                    self._eliminations[key] = eliminate(self.system, self.values, self._solvers["dyson"].solutions, key[0], backend,
                                                         symbolic=self.symbolic)
         return self._eliminations[key]
 
@@ -329,7 +328,8 @@ class SpectralLaw(Law):
             minimal = self._minimal(time_limit, started)
         return build_record(self.derivation, self.moments(moments), self.moments(moments, symbolic=True), elimination,
                             classified, found, exact_atoms if exact_atoms is not None else self.atoms(),
-                            "polynomial" if exact_atoms is not None else "continuation", dps, minimal, self.meanings())
+                            "polynomial" if exact_atoms is not None else "continuation", dps, minimal,
+                            {} if isinstance(minimal, str) else self.meanings())  # the minimal system's unknowns only
 
     def to_latex(self, dps: int = 30) -> str:
         """A standalone LaTeX document of the derivation (:func:`.document.document`)."""

@@ -28,7 +28,7 @@ transform m(w) = (1/q) tr (w - Y^T Y)^{-1} ~ 1/w) and :data:`~.system.W` (w).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +56,10 @@ RESULTANT_DEGREE = 24
 PREDICT_LIMIT = 10.0
 #: The highest degree in m the prediction looks for (above it, resultants are hopeless too).
 PREDICT_DEGREE = 64
+#: The most unknowns of a reduced system whose elimination is attempted unless asked (``symbolic``): P was found for
+#: every preset, with 24 unknowns at most, and for none with 35 or more (a two-level token covariance); the route's
+#: prediction alone took over 10 s at 217 (sixteen levels).
+MAX_UNKNOWNS = 64
 
 
 @dataclass(frozen=True)
@@ -158,32 +162,41 @@ def _points(solutions: Sequence[tuple[complex | mpmath.mpc, Sequence[mpmath.mpc]
 
 
 
-def _prediction(system: DysonSystem, forms: Sequence[tuple[Any, ...]]) -> tuple[int, Shape | None]:
-    """The first plan whose symbols the series guess takes (else the last, every parameter at its value) and the shape
-    of Q the series shows there (:func:`~.guessing.predicted_shape`, up to degree PREDICT_DEGREE)."""
-    k = next((k for k, (rewrite, kept, *_) in enumerate(forms) if guessable(system, rewrite, kept)), len(forms) - 1)
-    return k, predicted_shape(system, forms[k][0], forms[k][1], PREDICT_DEGREE)
+def _prediction(system: DysonSystem, forms: Sequence[tuple[Any, ...]]) -> tuple[int, bool, Shape | None]:
+    """The first plan whose symbols the series guess takes (else the last, every parameter at its value), whether the
+    guess takes it, and the shape of Q the series shows there (:func:`~.guessing.predicted_shape`, up to degree
+    PREDICT_DEGREE)."""
+    k = next((k for k, (rewrite, kept, *_) in enumerate(forms) if guessable(system, rewrite, kept)), None)
+    taken = k is not None
+    k = len(forms) - 1 if k is None else k
+    return k, taken, predicted_shape(system, forms[k][0], forms[k][1], PREDICT_DEGREE)
 
 
 def _route(system: DysonSystem, plans: Sequence[Mapping[sp.Symbol, sp.Expr]], forms: Sequence[tuple[Any, ...]],
            time_limit: float) -> tuple[list[tuple[int, str]], str, tuple[int, Shape] | None]:
     """The attempts in order, (plan index, method), and what chose them (docs/solving.md §3.2): where the series of m(w)
     modulo a prime says P has degree above RESULTANT_DEGREE in m, every plan's series guess before any resultants, and
-    above PREDICT_DEGREE the guesses alone; otherwise, or where the series says nothing within PREDICT_LIMIT seconds,
-    each plan's resultants, then its guess. Last, the plan and shape of Q the prediction found, for that plan's guess."""
+    above PREDICT_DEGREE the guesses alone, of the plans the guess takes (none where it takes no plan: their symbols
+    are more than it handles); otherwise, or where the series says nothing within PREDICT_LIMIT seconds, each plan's
+    resultants, then its guess. Last, the plan and shape of Q the prediction found, for that plan's guess."""
     limit = min(PREDICT_LIMIT, time_limit)
     status, found = run_bounded(_prediction, (system, forms), limit)
     steps = [(k, method) for k in range(len(plans)) for method, _ in METHODS]
     if status != "ok":
         return steps, "the series predicted no degree" + (f" ({found})" if status == "error" else f" within {limit:g} s"), None
-    k, shape = found
+    k, taken, shape = found
     shared = None if shape is None else (k, shape)
     if shape is not None and shape.a <= RESULTANT_DEGREE:
         return steps, f"the series predicts degree {shape.a} in m: resultants first", shared
     guesses = [step for step in steps if step[1] == "series guess"]
     if shape is None:
-        return guesses, (f"the series predicts a degree above {PREDICT_DEGREE} in m: the series guess only, symbolic then "
-                         f"at the parameters' values (resultants finish only up to about {RESULTANT_DEGREE})"), None
+        above = f"the series predicts a degree above {PREDICT_DEGREE} in m (resultants finish only up to about {RESULTANT_DEGREE})"
+        if not taken:
+            return [], (f"{above}, and the series guess takes none of the plans: with the parameters symbolic or at their "
+                        "values, more symbols and irrational constants remain than it handles (one, or two with a "
+                        "scaling symmetry)"), None
+        return [step for step in guesses if step[0] >= k], (
+            f"{above}: the series guess only, of the plans whose symbols it takes"), None
     return guesses + [step for step in steps if step not in guesses], (
         f"the series predicts degree {shape.a} in m (resultants finish only up to about {RESULTANT_DEGREE}): "
         "the series guess first, symbolic then at the parameters' values, resultants last"), shared
@@ -192,7 +205,7 @@ def _route(system: DysonSystem, plans: Sequence[Mapping[sp.Symbol, sp.Expr]], fo
 def eliminate(
     system: DysonSystem,
     values: Mapping[sp.Symbol, sp.Expr],
-    solutions: Sequence[tuple[complex | mpmath.mpc, Sequence[mpmath.mpc]]],
+    solutions: Callable[[], Sequence[tuple[complex | mpmath.mpc, Sequence[mpmath.mpc]]]],
     time_limit: float = TIME_LIMIT,
     backend: str | None = None,
     constants: Mapping[sp.Symbol, sp.Expr] | None = None,
@@ -200,16 +213,21 @@ def eliminate(
 ) -> Elimination:
     """P(m, w) = 0 for the output of ``system`` (module docstring).
 
-    ``values`` gives the law's parameter values, ``solutions`` the physical
+    ``values`` gives the law's parameter values, ``solutions`` computes the physical
     solution (w, unknowns in ``system.unknowns`` order, about 40 digits) at a
-    few generic points, ``constants`` names for irrational numbers that may
+    few generic points (called once, before the first attempt), ``constants`` names for irrational numbers that may
     appear. Plans: the parameters symbolic, then at their values; methods:
     resultants and the series guess; :func:`_route` orders the attempts by the
     degree the series predicts, or with ``symbolic`` every attempt of the
-    symbolic plan comes first. ``time_limit`` bounds each attempt.
+    symbolic plan comes first. ``time_limit`` bounds each attempt. A system of more than :data:`MAX_UNKNOWNS`
+    unknowns is not tried unless ``symbolic``.
     """
     start = time.monotonic()
     B_name = backend or available_backends()[0]
+    if not symbolic and len(system.unknowns) > MAX_UNKNOWNS:
+        reason = (f"not attempted: the reduced system has {len(system.unknowns)} unknowns, more than the {MAX_UNKNOWNS} "
+                  "up to which it is tried unless asked (derive --symbolic)")
+        return Elimination(None, reason, None, None, (), {}, {}, {}, B_name, time.monotonic() - start, attempts=(reason,))
     parameters = _parameters(system)
     attempts: list[str] = []
     plans: list[dict[sp.Symbol, sp.Expr]] = [{}]
@@ -223,6 +241,7 @@ def eliminate(
     note(f"elimination route: {chosen}")
     attempts.append(f"route: {chosen}")
     runs = dict(METHODS)
+    points = solutions() if steps else []
     for k, method in steps:
         plan, (rewrite_map, kept, all_values, _) = plans[k], forms[k]
         gens = list(system.unknowns) + [W] + kept
@@ -230,7 +249,7 @@ def eliminate(
         note(f"trying {label} (at most {time_limit:g} s)")
         t0 = time.monotonic()
         shape = shared[1] if shared is not None and (k, method) == (shared[0], "series guess") else None
-        job = Job(system, rewrite_map, gens, _points(solutions, kept, all_values), B_name, t0 + time_limit, shape)
+        job = Job(system, rewrite_map, gens, _points(points, kept, all_values), B_name, t0 + time_limit, shape)
         status, payload = run_bounded(runs[method], (job,), time_limit)
         if status == "ok":
             poly = _as_poly(payload["terms"], system, kept)

@@ -91,13 +91,34 @@ class Meaning:
         return rf"{scale}\frac{{1}}{{{sp.latex(sp.Symbol(str(self.dim)))}}} \operatorname{{tr}}[\allowbreak {inner}]"
 
 
-def _factor(pencil: Pencil, block: int, prefix: dict[int, MatrixExpr], suffix: dict[int, MatrixExpr]) -> tuple[str, MatrixExpr]:
-    """(side, F) of a block: s and t with the identity, V_i with A_i, U_i with B_i^T (every inner
-    node of the series-parallel graph lies on a path from the source to the sink)."""
-    if block in (pencil.source, pencil.sink):
-        return ("s" if block == pencil.source else "t"), sp.Identity(pencil.blocks[block].dim)
-    i = block - 2
-    return ("s", prefix[i]) if i < pencil.inner else ("t", suffix[i - pencil.inner].T)
+def _transpose(expr: MatrixExpr, top: bool = True) -> MatrixExpr:
+    """The transpose of a path sum in SymPy's canonical form, written term by term (as ``expr.T`` gives it, without
+    rewriting every factor again)."""
+    if isinstance(expr, sp.MatAdd):
+        return sp.MatAdd(*(_transpose(t, False) for t in expr.args)).doit(deep=False)
+    if isinstance(expr, sp.MatMul):
+        scalars = [a for a in expr.args if not isinstance(a, MatrixExpr)]
+        matrices = [_transpose(a, False) for a in reversed(expr.args) if isinstance(a, MatrixExpr)]
+        return sp.MatMul(*scalars, *matrices).doit(deep=False)
+    if top or not isinstance(expr, (sp.MatrixSymbol, sp.Transpose)):
+        return expr.T
+    return expr.arg if isinstance(expr, sp.Transpose) else sp.Transpose(expr)
+
+
+def _factors(pencil: Pencil, prefix: dict[int, MatrixExpr], suffix: dict[int, MatrixExpr]) -> list[tuple[str, MatrixExpr, MatrixExpr]]:
+    """(side, F, F^T) of every block: s and t with the identity, V_i with A_i, U_i with B_i^T (every inner
+    node of the series-parallel graph lies on a path from the source to the sink); each transpose is taken once."""
+    out = []
+    for block, b in enumerate(pencil.blocks):
+        if block in (pencil.source, pencil.sink):
+            one = sp.Identity(b.dim)
+            out.append(("s" if block == pencil.source else "t", one, one))
+        elif block - 2 < pencil.inner:
+            out.append(("s", prefix[block - 2], _transpose(prefix[block - 2])))
+        else:
+            B = suffix[block - 2 - pencil.inner]
+            out.append(("t", _transpose(B), B))
+    return out
 
 
 def meanings(system: DysonSystem, pencil: Pencil, heads: bool = False,
@@ -106,6 +127,7 @@ def meanings(system: DysonSystem, pencil: Pencil, heads: bool = False,
     template pencil of an exchangeable sum (module docstring); ``limit`` gives the powers of H of the
     unknowns of a limit of infinitely many heads (docs/equations.md §2.10)."""
     prefix, suffix, between = pencil.paths()
+    factors = _factors(pencil, prefix, suffix)
     index = {b.name: k for k, b in enumerate(pencil.blocks)}
     m = pencil.inner
     out: dict[sp.Symbol, Meaning] = {}
@@ -114,13 +136,13 @@ def meanings(system: DysonSystem, pencil: Pencil, heads: bool = False,
         if found is None or found.group(1) not in index or found.group(2) not in index:
             raise ValueError(f"unknown {g}: not the trace of a block of the pencil")
         a, b, tag = index[found.group(1)], index[found.group(2)], found.group(3) or ""
-        (side_a, left), (side_b, right) = _factor(pencil, a, prefix, suffix), _factor(pencil, b, prefix, suffix)
+        (side_a, _, left), (side_b, right, _) = factors[a], factors[b]
         shift = None
         if 2 <= a < 2 + m and b >= 2 + m and not tag:  # V_i, U_j of one head: -Q^{-T}_ij = P_ji^T, I for i = j
             i, j = a - 2, b - 2 - m
-            shift = sp.Identity(pencil.blocks[a].dim) if i == j else (between[(j, i)].T if (j, i) in between else None)
+            shift = sp.Identity(pencil.blocks[a].dim) if i == j else (_transpose(between[(j, i)]) if (j, i) in between else None)
         inner = sum(k >= 2 for k in (a, b))
         where = None if not heads or not inner else (HEADS[tag] if inner == 2 else "the matrices of one head h")
-        out[g] = Meaning(g, pencil.blocks[a].dim, left.T, side_a + side_b, right, shift, where,
+        out[g] = Meaning(g, pencil.blocks[a].dim, left, side_a + side_b, right, shift, where,
                          None if limit is None else limit[g])
     return out

@@ -35,11 +35,14 @@ from gemhsa_sym.free.numeric.descent import newton_solve
 from gemhsa_sym.free.numeric.results import top_of
 from gemhsa_sym.free.numeric.systems import DOUBLE, MP, Backend, NumericSystem
 
-__all__ = ["CHECK_DPS", "CHECK_TOL", "MinimalEquations", "MinimalSystem", "MinimalSystemError", "bounded_minimal", "check_minimal", "start_minimal",
+__all__ = ["CHECK_DPS", "CHECK_TOL", "MAX_UNKNOWNS", "MinimalEquations", "MinimalSystem", "MinimalSystemError", "bounded_minimal", "check_minimal", "start_minimal",
            "feedback_set", "minimal_system"]
 
 #: Digits of the proof of a minimal system, and the largest difference in m(w) it accepts.
 CHECK_DPS, CHECK_TOL = 50, 1e-40
+#: The most unknowns of a reduced system whose minimal system is sought: found for every preset (35 unknowns at most,
+#: a two-level token covariance); with 113 (eight levels) the symbolic inverses of its sectors ran past 20 s.
+MAX_UNKNOWNS = 64
 #: Points of the proof, in units of the law's scale: upper half plane, inside and beyond the support.
 CHECK_POINTS = (0.31 + 0.43j, 0.77 + 0.21j, 1.13 + 0.57j)
 
@@ -277,8 +280,19 @@ def check_minimal(minimal: MinimalSystem, values: Mapping[sp.Symbol, object], sc
     return float(worst)
 
 
+def _too_large(system: DysonSystem) -> str | None:
+    """Why the minimal system of ``system`` is not sought (more than :data:`MAX_UNKNOWNS` unknowns), or None."""
+    if len(system.unknowns) <= MAX_UNKNOWNS:
+        return None
+    return (f"not sought: the reduced system has {len(system.unknowns)} unknowns, more than the {MAX_UNKNOWNS} up to which "
+            "its symbolic elimination is tried")
+
+
 def _proved(system: DysonSystem, values: Mapping[sp.Symbol, object], scale: float) -> MinimalSystem:
     """:func:`minimal_system` proved by :func:`check_minimal` (what the child of :func:`start_minimal` runs)."""
+    reason = _too_large(system)
+    if reason is not None:  # the child ends at once; bounded_minimal does not wait for it
+        raise ValueError(reason)
     minimal = minimal_system(system)
     check_minimal(minimal, values, scale)
     return minimal
@@ -294,7 +308,10 @@ def bounded_minimal(system: DysonSystem, values: Mapping[sp.Symbol, object], sca
                     started: Bounded | None = None) -> MinimalSystem | str:
     """The minimal system proved against the reduced one, from the child ``started`` by :func:`start_minimal` (or one
     started now and waited for); past the limit, or where the symbolic elimination or its proof fails, the reason as
-    text."""
+    text (without waiting where the system is too large to try, :data:`MAX_UNKNOWNS`)."""
+    reason = _too_large(system)
+    if reason is not None:
+        return reason
     with started or start_minimal(system, values, scale, time_limit) as job:
         status, minimal = job.result()
     if status != "ok":

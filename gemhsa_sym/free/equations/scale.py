@@ -13,26 +13,28 @@ continuation, but its bound is not rigorous.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import sympy as sp
-from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
+from sympy.matrices.expressions import MatAdd, MatMul, MatPow, MatrixExpr, Transpose
 
 from gemhsa_sym.free.equations.series import moment_series
-from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, without_powers
+from gemhsa_sym.free.expressions.matrices import MAX_MONOMIALS, Dim, Gaussian, RandomInstance, monomials, without_powers
 from gemhsa_sym.free.expressions.system import DysonSystem
 from gemhsa_sym.free.numeric.continuation import follow_branch
 from gemhsa_sym.free.numeric.results import SUPPORT_THRESHOLD, top_of
 from gemhsa_sym.free.numeric.systems import DOUBLE, NumericSystem
 
-__all__ = ["LOOSE", "MARGIN", "SCALE_RANGE", "ScaleError", "law_scale", "norm_bound", "to_float"]
+__all__ = ["LOOSE", "MARGIN", "SCALE_RANGE", "ScaleError", "law_scale", "norm_bound", "to_float", "vanishes"]
 
 #: The norm bound counts as loose above this many times sqrt(mu_2).
 LOOSE = 1e10
 #: The tightened scale, in units of sqrt(mu_2).
 MARGIN = 1e3
+#: The seed of :func:`vanishes`' random instances.
+VANISH_SEED = 1996
 #: Scales the double-precision continuation solves: beyond, products of its unknowns over- or underflow.
 SCALE_RANGE = (1e-30, 1e20)
 
@@ -50,8 +52,17 @@ def to_float(expr: Any, values: Mapping[sp.Symbol, Any]) -> float:
 
 
 def norm_bound(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any]) -> float:
-    """||Y|| <= sum over monomials |c| prod sqrt(s)(sqrt(a_rows) + sqrt(a_cols)) (limit of Bai–Yin)."""
+    """||Y|| <= sum over monomials |c| prod sqrt(s)(sqrt(a_rows) + sqrt(a_cols)) (limit of Bai–Yin), over the expanded
+    polynomial where it has at most :data:`MAX_MONOMIALS` monomials (like terms combined, cancellations seen); a larger
+    one is bounded factor by factor (the same sum before like terms combine), and 0 only where it vanishes on random
+    instances (:func:`vanishes`)."""
     alpha = {str(d): to_float(v, values) for d, v in ratios.items()}
+
+    def factor(g: Gaussian) -> float:
+        return float(np.sqrt(to_float(g.scale, values)) * (np.sqrt(alpha[str(g.rows)]) + np.sqrt(alpha[str(g.cols)])))
+
+    if monomials(polynomial) > MAX_MONOMIALS:
+        return 0.0 if vanishes(polynomial, values) else _tree_bound(polynomial, values, factor)
     expanded = without_powers(polynomial.doit().expand())
     terms = expanded.args if isinstance(expanded, MatAdd) else (expanded,)
     total = 0.0
@@ -64,9 +75,39 @@ def norm_bound(polynomial: MatrixExpr, ratios: Mapping[Dim, Any], values: Mappin
         for mat in mats:
             g = mat.arg if isinstance(mat, Transpose) else mat
             if isinstance(g, Gaussian):
-                prod *= np.sqrt(to_float(g.scale, values)) * (np.sqrt(alpha[str(g.rows)]) + np.sqrt(alpha[str(g.cols)]))
+                prod *= factor(g)
         total += prod
     return total
+
+
+def _tree_bound(expr: MatrixExpr, values: Mapping[sp.Symbol, Any], factor: Callable[[Gaussian], float]) -> float:
+    """The norm bound of :func:`norm_bound` by the triangle inequality and submultiplicativity over the expression."""
+    if isinstance(expr, MatAdd):
+        return sum(_tree_bound(a, values, factor) for a in expr.args)
+    if isinstance(expr, MatMul):
+        c, mats = expr.as_coeff_matrices()
+        return abs(to_float(c, values)) * float(np.prod([_tree_bound(m, values, factor) for m in mats]))
+    if isinstance(expr, Transpose):
+        return _tree_bound(expr.arg, values, factor)
+    if isinstance(expr, MatPow):
+        return _tree_bound(expr.base, values, factor) ** int(expr.exp)
+    if isinstance(expr, Gaussian):
+        return factor(expr)
+    return 0.0 if isinstance(expr, sp.ZeroMatrix) else 1.0
+
+
+def vanishes(polynomial: MatrixExpr, values: Mapping[sp.Symbol, Any]) -> bool:
+    """Whether ``polynomial`` is the zero matrix at ``values``: on two seeded random instances
+    (:class:`~gemhsa_sym.free.expressions.matrices.RandomInstance`), its entries are below 1e-12 times those of the same
+    polynomial with every coefficient and entry replaced by its absolute value (the sum of its terms' sizes)."""
+    rng = np.random.default_rng(np.random.SeedSequence(VANISH_SEED))
+    scalars = {str(p): complex(to_float(v, {})) for p, v in values.items()}
+    for _ in range(2):
+        instance = RandomInstance(rng, scalars)
+        size = np.max(instance.evaluate(polynomial, absolute=True))
+        if np.max(np.abs(instance.evaluate(polynomial))) > 1e-12 * size:
+            return False
+    return True
 
 
 def law_scale(bound: float, full: DysonSystem, values: Mapping[sp.Symbol, Any]) -> float:

@@ -10,15 +10,22 @@ which SymPy does not do for symbolic shapes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import sympy as sp
 from sympy.core.symbol import Str
 from sympy.matrices.expressions import MatAdd, MatMul, MatPow, MatrixExpr, MatrixSymbol, Transpose
 
 from gemhsa_sym.parse import to_number
 
-__all__ = ["Dim", "Gaussian", "ShapeMismatch", "dims_of", "gaussians_of", "is_polynomial", "without_powers"]
+__all__ = ["MAX_MONOMIALS", "Dim", "Gaussian", "RandomInstance", "monomials", "ShapeMismatch", "dims_of", "gaussians_of", "is_polynomial", "without_powers"]
+
+
+#: The most monomials of a polynomial that is expanded (to bound it, to print it term by term); a larger one is read as
+#: it is written (the expansion grows like the product of its sums' lengths: a token covariance of 16 levels has 4112).
+MAX_MONOMIALS = 256
 
 
 class ShapeMismatch(ValueError):
@@ -140,6 +147,22 @@ def is_polynomial(expr: Any) -> bool:
     return False
 
 
+def monomials(expr: MatrixExpr) -> int:
+    """The number of monomials of ``expr`` expanded, before like terms combine."""
+    if isinstance(expr, MatAdd):
+        return sum(monomials(a) for a in expr.args)
+    if isinstance(expr, MatMul):
+        count = 1
+        for a in expr.args:
+            count *= monomials(a) if isinstance(a, MatrixExpr) else 1
+        return count
+    if isinstance(expr, Transpose):
+        return monomials(expr.arg)
+    if isinstance(expr, MatPow):
+        return monomials(expr.base) ** int(expr.exp)
+    return 1
+
+
 def without_powers(expr: Any) -> Any:
     """``expr`` with every positive integer power A**k written as the product A A ... A.
 
@@ -149,3 +172,57 @@ def without_powers(expr: Any) -> Any:
         lambda e: isinstance(e, MatPow) and e.exp.is_Integer and e.exp > 0,
         lambda e: MatMul(*([e.base] * int(e.exp))),
     )
+
+
+@dataclass
+class RandomInstance:
+    """One random instance of polynomials: every dimension group of size 2 to 4, every Gaussian an array of standard
+    normal entries, drawn from ``rng`` on first use (so one instance evaluates several polynomials consistently), and
+    every parameter of a coefficient at its value in ``scalars`` (by name). Identities of polynomials are checked on
+    such instances: a false one fails on them with probability one."""
+
+    rng: np.random.Generator
+    scalars: dict[str, complex]
+    sizes: dict[Dim, int] = field(default_factory=dict)
+    arrays: dict[Gaussian, np.ndarray] = field(default_factory=dict)
+
+    def size(self, dim: Dim) -> int:
+        """The size of ``dim`` here."""
+        if dim not in self.sizes:
+            self.sizes[dim] = int(self.rng.integers(2, 5))
+        return self.sizes[dim]
+
+    def number(self, coeff: Any, absolute: bool = False) -> complex:
+        """A coefficient at the parameters' values (complex where a square root of a parameter is); with ``absolute``,
+        its absolute value."""
+        expr = sp.sympify(coeff)
+        missing = sorted(str(s) for s in expr.free_symbols if str(s) not in self.scalars)
+        if missing:
+            raise ValueError(f"parameters: no value given for {', '.join(missing)}")
+        value = complex(expr.subs({s: self.scalars[str(s)] for s in expr.free_symbols}).evalf())
+        return abs(value) if absolute else value
+
+    def evaluate(self, expr: MatrixExpr, absolute: bool = False) -> np.ndarray:
+        """The matrix of a polynomial (sums, products, powers, transposes, Gaussians, identities) here; with ``absolute``,
+        of the polynomial whose coefficients and Gaussians' entries are replaced by their absolute values."""
+        if isinstance(expr, Gaussian):
+            if expr not in self.arrays:
+                self.arrays[expr] = self.rng.standard_normal((self.size(expr.rows), self.size(expr.cols)))
+            return np.abs(self.arrays[expr]) if absolute else self.arrays[expr]
+        if isinstance(expr, sp.Identity):
+            return np.eye(self.size(expr.rows))
+        if isinstance(expr, sp.ZeroMatrix):
+            return np.zeros((self.size(expr.rows), self.size(expr.cols)))
+        if isinstance(expr, Transpose):
+            return self.evaluate(expr.arg, absolute).T
+        if isinstance(expr, MatPow) and expr.exp.is_Integer and expr.exp > 0:
+            return np.linalg.matrix_power(self.evaluate(expr.base, absolute), int(expr.exp))
+        if isinstance(expr, MatAdd):
+            return sum(self.evaluate(a, absolute) for a in expr.args)
+        if isinstance(expr, MatMul):
+            c, mats = expr.as_coeff_matrices()
+            out = self.evaluate(mats[0], absolute)
+            for m in mats[1:]:
+                out = out @ self.evaluate(m, absolute)
+            return self.number(c, absolute) * out
+        raise NotImplementedError(f"cannot evaluate the matrix expression {expr} of type {type(expr).__name__}")
