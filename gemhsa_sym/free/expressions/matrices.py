@@ -192,10 +192,9 @@ class RandomInstance:
             self.sizes[dim] = int(self.rng.integers(2, 5))
         return self.sizes[dim]
 
-    def number(self, coeff: Any, absolute: bool = False) -> complex:
-        """A coefficient at the parameters' values (complex where a square root of a parameter is); with ``absolute``,
-        its absolute value."""
-        expr = sp.sympify(coeff)
+    def number(self, expr: sp.Expr, absolute: bool = False) -> complex:
+        """A coefficient (a SymPy expression) at the parameters' values (complex where a square root of a parameter
+        is); with ``absolute``, its absolute value."""
         missing = sorted(str(s) for s in expr.free_symbols if str(s) not in self.scalars)
         if missing:
             raise ValueError(f"parameters: no value given for {', '.join(missing)}")

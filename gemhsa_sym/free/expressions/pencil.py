@@ -27,8 +27,9 @@ from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, RandomInstance, 
 
 __all__ = ["Block", "Placement", "Constant", "Pencil", "linearise"]
 
-#: Random instances of :meth:`Pencil.check`, and the relative difference it accepts (float64 round-off of products
-#: of a few dozen small matrices; a wrong coefficient or a missing term differs by order one).
+#: Random instances of :meth:`Pencil.check`, and the difference it accepts relative to the sum of the sizes of the
+#: polynomial's terms (float64 round-off of products of a few dozen small matrices; a wrong coefficient or a missing
+#: term differs by its own size).
 CHECK_INSTANCES = 2
 CHECK_SEED = 2018
 CHECK_TOLERANCE = 1e-8
@@ -147,7 +148,7 @@ class Pencil:
         polynomials checked where it would fail with probability one if it were false (docs/equations.md §2.2)."""
         rng = np.random.default_rng(np.random.SeedSequence(CHECK_SEED))
         coefficients = (*(p.coeff for p in self.placements), *(c.coeff for c in self.constants))
-        names = sorted({str(s) for e in coefficients for s in sp.sympify(e).free_symbols}
+        names = sorted({str(s) for e in coefficients for s in e.free_symbols}
                        | {str(s) for s in self.polynomial.free_symbols if isinstance(s, sp.Symbol) and not isinstance(s, Dim)})
         for _ in range(CHECK_INSTANCES):
             scalars = {name: complex(v) for name, v in zip(names, rng.uniform(0.5, 1.5, len(names)))}
@@ -159,7 +160,8 @@ class Pencil:
             schur = L[:outer, :outer] - L[:outer, outer:] @ np.linalg.solve(L[outer:, outer:], L[outer:, :outer])
             want = np.zeros_like(schur)
             want[:rows, rows:], want[rows:, :rows] = Y, Y.T
-            error = np.max(np.abs(schur - want)) / max(1.0, np.max(np.abs(want)))
+            size = np.max(instance.evaluate(self.polynomial, absolute=True))  # the terms' sizes, as round-off sees them
+            error = np.max(np.abs(schur - want)) / max(size, np.finfo(float).tiny)
             if not error <= CHECK_TOLERANCE:
                 raise AssertionError(f"pencil Schur complement differs from the polynomial {self.polynomial} on a random "
                                      f"instance: relative difference {error:.3g}")
