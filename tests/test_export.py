@@ -284,6 +284,24 @@ def test_fill_cache_keeps_the_checked_causal_laws_where_verify_reads_them(tmp_pa
     assert not cache_file(cache, config, True).exists()
 
 
+def test_derive_reads_a_causal_law_kept_in_the_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """derive --cache reads a causal law kept before (here the stand-in F(x) = x / (1 + x), whose median 1 no solve
+    gives) and says so; a law that is not causal is refused the option before any work."""
+    folder, cache = tmp_path / "library", tmp_path / "cache"
+    folder.mkdir()
+    causal_entry(folder)
+    assert main(["derivations", "--fill-cache", "--dir", str(folder), "--cache", str(cache)]) == 0
+    capsys.readouterr()
+    assert main(["derive", str(folder / "square-causal.toml"), "--cache", str(cache), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["timing"]["source"] == "read from the cache"
+    assert dict(zip(report["quantiles"]["q"], report["quantiles"]["x"]))[0.5] == pytest.approx(1.0, rel=1e-3)
+    assert main(["derive", str(folder / "square-causal.toml"), "--cache", str(cache)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("read from the cache in ")
+    assert main(["derive", "mha", "--cache", str(cache)]) == 2
+    assert "--cache: only a causal layer's law is kept" in capsys.readouterr().err
+
+
 def test_causal_document_compiles_with_its_monte_carlo(tmp_path: Path) -> None:
     from gemhsa_sym.export.causal_document import causal_document
 

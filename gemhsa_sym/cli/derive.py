@@ -21,6 +21,7 @@ from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.presets import PRESETS
 from gemhsa_sym.library.catalogue import library_law, library_record
+from gemhsa_sym.verification.theory import cached_causal_law
 
 #: Characters of an exact moment the summary prints in full.
 LONG = 400
@@ -85,17 +86,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="derive a preset afresh instead of reading the library's record of it (used only when it is "
                              "the record of the same configuration written by this package version; `gemhsa-sym "
                              "derivations --check` proves the records are what the engine computes)")
+    parser.add_argument("--cache", metavar="DIR",
+                        help="a causal layer's law (tens of minutes to solve) is read from DIR where it was kept before "
+                             "(by derive, verify, claims or `derivations --fill-cache`) for the same configuration and "
+                             "package version, else solved and kept there; other laws are refused this option")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Derive, solve and report; a preset from the library's record unless ``--recompute``."""
-    check_outputs(files=[("latex", args.latex), *(("export", path) for _, path in args.export)])
+    check_outputs(files=[("latex", args.latex), *(("export", path) for _, path in args.export)], folders=[("cache", args.cache)])
     config = input_from_args(args, {"--heads": args.heads is not None})
     if args.heads is not None:  # refused above for a polynomial model
         config = config.with_heads(args.heads)
-    if args.symbolic and isinstance(config, Config) and config.mask_rule.causal:
+    causal = isinstance(config, Config) and config.mask_rule.causal
+    if args.symbolic and causal:
         raise ValueError("--symbolic: a causal layer's law has no P(m, w) to keep symbolic (docs/extensions.md §8.6)")
+    if args.cache is not None and not causal:
+        raise ValueError("--cache: only a causal layer's law is kept (it takes minutes to solve); this law derives afresh "
+                         "or is read from the library's record")
     named = (not args.recompute and not args.symbolic and args.config in PRESETS and not overrides(args)
              and args.heads is None)
     points = args.grid
@@ -106,7 +115,9 @@ def run(args: argparse.Namespace) -> int:
         return _report(args, config, known, None, start, start, "the library's record")
     if known is not None:
         law = AttentionLaw(config, known=known)
-    elif named and isinstance(config, Config) and config.mask_rule.causal:  # its record, validated: minutes saved
+    elif args.cache is not None:  # a causal law kept before, validated, or solved now and kept
+        law = cached_causal_law(config, args.cache)
+    elif named and causal:  # its record, validated: minutes saved
         law = library_law(args.config) or law_of(config)
     else:
         law = law_of(config, symbolic=args.symbolic)
@@ -183,7 +194,7 @@ def _report(args: argparse.Namespace, config: Config | PolynomialModel, record: 
 def _run_causal(args: argparse.Namespace, config: Config, law: CausalLaw, start: float) -> int:
     """A causal configuration's law (docs/extensions.md §8.6): its model, quantiles, tail exponent."""
     report = law.report(args.grid)
-    report["timing"] = {"total_s": time.perf_counter() - start}
+    report["timing"] = {"total_s": time.perf_counter() - start, "source": law.found}
     if args.latex:
         write_atomic(args.latex, law.to_latex(), "latex")
     for name, path in args.export:
@@ -213,7 +224,7 @@ def _run_causal(args: argparse.Namespace, config: Config, law: CausalLaw, start:
         print("x\tdensity")
         for x, r in zip(report["density"]["x"], report["density"]["density"]):
             print(f"{x:.8g}\t{r:.12g}")
-    print(f"solved in {report['timing']['total_s']:.1f} s")
+    print(f"{law.found} in {report['timing']['total_s']:.1f} s")
     return 0
 
 

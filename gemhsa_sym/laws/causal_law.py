@@ -68,11 +68,16 @@ class CausalLaw(Law):
         """Whether the law is that of masked scores (the two-point equation), not of a variance profile."""
         return isinstance(self.model, MaskedScoresModel)
 
+    @property
+    def found(self) -> str:
+        """How the distribution function was found: solved, or read from the library's record or a cache."""
+        return {"solved": "solved", "library": "read from the library's record", "cache": "read from the cache"}[self.origin]
+
     # ---- the protocol ----------------------------------------------------------------------
     def methods(self) -> dict[str, str]:
         equation = ("the two-point Dyson equation of the masked scores (docs/equations.md §2.11)" if self.masked else
                     "the Dyson equation of the variance profile 1{u <= t} / t^2 (docs/equations.md §2.9)")
-        found = {"solved": "solved", "library": "read from the library's record", "cache": "read from the cache"}[self.origin]
+        found = self.found
         out = {
             "cdf": f"the distribution function on its log-spaced grid ({found}): the mass below the first point by a contour "
                    f"integral of m(w), then the density integrated in log x (docs/solving.md §3.11); linear between points",

@@ -14,13 +14,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from gemhsa_sym.laws.causal_law import CausalLaw
 from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.laws.tabulated import TabulatedLaw, validated
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.verification.entries import entry_file, read_entry, write_entry
 
-__all__ = ["CACHE_FORMAT", "cache_file", "store_table", "theory_or_reason", "theory_task"]
+__all__ = ["CACHE_FORMAT", "cache_file", "cached_causal_law", "store_table", "theory_or_reason", "theory_task"]
 
 #: Version of the cache files; bumped whenever :class:`TabulatedLaw` changes.
 CACHE_FORMAT = 5
@@ -52,6 +53,18 @@ def theory_task(source: Config | PolynomialModel, cdf: bool = True, cache: str |
     if path is not None:
         write_entry(path, table.to_json_dict())
     return table
+
+
+def cached_causal_law(config: Config, cache: str | Path) -> CausalLaw:
+    """The law of the causal layer ``config``: from its table in the folder ``cache`` where one was kept for it (by
+    :func:`theory_task` or :func:`store_table`; validated, its origin "cache"), else solved and its table kept there."""
+    path = cache_file(Path(cache), config, True)
+    table = read_entry(path, lambda data: validated(data, config.to_dict(), True), "a valid table of this configuration's law")
+    if table is not None:
+        return CausalLaw.from_table(config, table)
+    law = law_of(config)
+    store_table(law.tabulate(), config, cache)
+    return law
 
 
 def theory_or_reason(source: Config | PolynomialModel, cdf: bool = True,
