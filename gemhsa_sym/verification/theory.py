@@ -40,12 +40,16 @@ def store_table(table: TabulatedLaw, source: Config | PolynomialModel, cache: st
     return path
 
 
+def _kept_table(path: Path, source: Config | PolynomialModel, cdf: bool) -> TabulatedLaw | None:
+    """The table kept at ``path`` for ``source``, validated (:func:`~gemhsa_sym.laws.tabulated.validated`), or None."""
+    return read_entry(path, lambda data: validated(data, source.to_dict(), cdf), "a valid table of this configuration's law")
+
+
 def theory_task(source: Config | PolynomialModel, cdf: bool = True, cache: str | None = None) -> TabulatedLaw:
     """Derive the law of ``source`` and tabulate it (a task for an executor); read from and kept in the folder
     ``cache`` when given (module docstring)."""
     path = None if cache is None else cache_file(Path(cache), source, cdf)
-    if path is not None and (table := read_entry(path, lambda data: validated(data, source.to_dict(), cdf),
-                                                 "a valid table of this configuration's law")) is not None:
+    if path is not None and (table := _kept_table(path, source, cdf)) is not None:
         return table
     start = time.perf_counter()
     table = law_of(source).tabulate(cdf=cdf)
@@ -58,8 +62,7 @@ def theory_task(source: Config | PolynomialModel, cdf: bool = True, cache: str |
 def cached_causal_law(config: Config, cache: str | Path) -> CausalLaw:
     """The law of the causal layer ``config``: from its table in the folder ``cache`` where one was kept for it (by
     :func:`theory_task` or :func:`store_table`; validated, its origin "cache"), else solved and its table kept there."""
-    path = cache_file(Path(cache), config, True)
-    table = read_entry(path, lambda data: validated(data, config.to_dict(), True), "a valid table of this configuration's law")
+    table = _kept_table(cache_file(Path(cache), config, True), config, True)
     if table is not None:
         return CausalLaw.from_table(config, table)
     law = law_of(config)
