@@ -220,7 +220,7 @@ def build_record(derivation: Derivation, exact: list[sp.Expr], general: list[sp.
         heads, template = sp.latex(model.heads), terms_of(written)
         if any(printed_width(t) > WIDTH for t in template):
             template, factors = named_terms(decimals(written, DIGITS_SHOWN))
-    elif any(printed_width(t) > WIDTH for t in printed_model) and not isinstance(model, ExchangeableSum):
+    elif any(printed_width(t) > WIDTH for t in printed_model):
         printed_model, factors = named_terms(decimals(model, DIGITS_SHOWN))
     edges = ([edge_entry(e, dps, refined=False) for e in classified.edges] if classified is not None
              else [edge_entry(e, dps) for e in fold])
