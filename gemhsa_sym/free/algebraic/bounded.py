@@ -1,7 +1,8 @@
 """Symbolic work bounded in time: a function run in a child process that is stopped at a limit
 (docs/solving.md §3.2).
 
-The child ignores SIGINT (the parent stops it on an interrupt) and ends itself, by the
+The child is forked with SIGINT blocked and then ignores it (the parent stops it on an interrupt; a
+Ctrl-C during the fork would otherwise run the parent's handler in the child), and ends itself, by the
 default action of SIGALRM (which needs no Python code to run), a few seconds after the time
 limit, should its parent have died without stopping it. Work that checks the clock itself
 raises :class:`Timeout` (see :func:`deadline_check`).
@@ -38,6 +39,7 @@ def deadline_check(deadline: float) -> Callable[[], None]:
 def _child(conn: Any, run: Callable[..., Any], args: tuple, time_limit: float) -> None:
     """Run ``run(*args)`` and send the result (or the error) through ``conn`` (module docstring)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     signal.alarm(int(time_limit) + 5)
     try:
@@ -62,9 +64,17 @@ class Bounded:
             ctx = multiprocessing.get_context("fork")
             self.parent, child = ctx.Pipe(duplex=False)
             self.proc = ctx.Process(target=_child, args=(child, run, args, time_limit), daemon=True)
-            self.proc.start()
-            child.close()
             self.deadline = time.monotonic() + time_limit + 1.0
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                try:
+                    self.proc.start()
+                finally:
+                    child.close()
+                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a pending Ctrl-C is raised here
+            except BaseException:  # no caller holds the job yet: its child must not outlive it
+                self.close()
+                raise
 
     def result(self) -> tuple[str, Any]:
         """("ok", result), ("timeout", None) or ("error", message)."""
@@ -90,13 +100,18 @@ class Bounded:
         """Stop the child (if it still runs) and release the pipe."""
         if self.proc is None:
             return
-        self.parent.close()
-        if self.proc.is_alive():
-            self.proc.terminate()
-            self.proc.join(2.0)
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # a Ctrl-C now waits until the child is gone
+        try:
+            self.parent.close()
             if self.proc.is_alive():
-                self.proc.kill()
-        self.proc.join()
+                self.proc.terminate()
+                self.proc.join(2.0)
+                if self.proc.is_alive():
+                    self.proc.kill()
+            if self.proc.pid is not None:
+                self.proc.join()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     def __enter__(self) -> Bounded:
         return self
