@@ -2,7 +2,9 @@
 
 A :class:`Dim` is a named dimension group whose size is ``ratio * N`` with
 N -> oo. A :class:`Gaussian` is an iid N(0, scale/N) matrix between two
-dimension groups (docs/equations.md §2.1). Polynomials are SymPy matrix expressions
+dimension groups (docs/equations.md §2.1); a :class:`Diagonal` is a deterministic
+diagonal matrix over one group whose entries are distributed as a function of a
+standard Gaussian (docs/equations.md §2.12). Polynomials are SymPy matrix expressions
 (products, sums, transposes, scalar coefficients, the same matrix several
 times); the operators of these classes check shapes on construction,
 which SymPy does not do for symbolic shapes.
@@ -20,12 +22,15 @@ from sympy.matrices.expressions import MatAdd, MatMul, MatPow, MatrixExpr, Matri
 
 from gemhsa_sym.parse import to_number
 
-__all__ = ["MAX_MONOMIALS", "Dim", "Gaussian", "RandomInstance", "monomials", "ShapeMismatch", "dims_of", "gaussians_of", "is_polynomial", "without_powers"]
+__all__ = ["MAX_MONOMIALS", "NORMAL", "Dim", "Diagonal", "Gaussian", "RandomInstance", "monomials", "ShapeMismatch", "diagonals_of",
+           "dims_of", "gaussians_of", "is_polynomial", "without_powers"]
 
 
 #: The most monomials of a polynomial that is expanded (to bound it, to print it term by term); a larger one is read as
 #: it is written (the expansion grows like the product of its sums' lengths: a token covariance of 16 levels has 4112).
 MAX_MONOMIALS = 256
+#: The standard Gaussian variable g of a :class:`Diagonal`'s entries.
+NORMAL = sp.Symbol("g", real=True)
 
 
 class ShapeMismatch(ValueError):
@@ -122,10 +127,54 @@ class Gaussian(_ShapeChecked, MatrixSymbol):
         return self.args
 
 
+class Diagonal(_ShapeChecked, MatrixSymbol):
+    """A deterministic diagonal matrix over the dimension group ``dim`` whose entries are distributed as ``entry``, a real
+    expression in the standard Gaussian :data:`NORMAL` (docs/equations.md §2.12): exp(tau g - tau^2 / 2) for lognormal
+    weights of mean 1, and a sign or a step of g for two values."""
+
+    def __new__(cls, name: str | Str, dim: Dim, *entry: Any) -> "Diagonal":
+        if len(entry) == 2 and entry[0] == dim:  # SymPy rebuilds a matrix symbol from its args (name, rows, cols, ...)
+            entry = entry[1:]
+        if len(entry) != 1:
+            raise TypeError(f"Diagonal {name}: expected a name, a dim and an entry")
+        entry = entry[0]
+        if not isinstance(dim, sp.Symbol):
+            raise TypeError(f"Diagonal {name}: dim must be a Dim object, got {dim!r}")
+        entry = entry if isinstance(entry, sp.Expr) else to_number(entry, f"Diagonal {name}: entry")
+        if entry.free_symbols - {NORMAL}:
+            raise ValueError(f"Diagonal {name}: the entry must be an expression in the standard Gaussian g only, got {entry}")
+        name = name if isinstance(name, Str) else Str(name)
+        return sp.Basic.__new__(cls, name, dim, dim, entry)
+
+    @property
+    def entry(self) -> sp.Expr:
+        """The entry as a function of the standard Gaussian g."""
+        return self.args[3]
+
+    def values(self, g: np.ndarray) -> np.ndarray:
+        """The entries at the points ``g`` of the standard Gaussian, checked real and finite."""
+        f = sp.lambdify(NORMAL, self.entry, ["scipy", "numpy"])
+        values = np.broadcast_to(np.asarray(f(np.asarray(g, dtype=float)), dtype=complex), np.shape(g))
+        if not np.all(np.isfinite(values)) or np.any(values.imag != 0):
+            raise ValueError(f"Diagonal {self.name}: the entry {self.entry} is not real and finite at every point")
+        return values.real
+
+    def _eval_transpose(self) -> "Diagonal":
+        return self
+
+    def _hashable_content(self) -> tuple:
+        return self.args
+
+
 def gaussians_of(expr: MatrixExpr) -> tuple[Gaussian, ...]:
     """The distinct Gaussian matrices of a polynomial, sorted by name."""
     found = {a for a in sp.preorder_traversal(expr) if isinstance(a, Gaussian)}
     return tuple(sorted(found, key=lambda g: (g.name, str(g.rows), str(g.cols))))
+
+
+def diagonals_of(expr: MatrixExpr) -> tuple[Diagonal, ...]:
+    """The distinct deterministic diagonals of a polynomial, sorted by name."""
+    return tuple(sorted({a for a in sp.preorder_traversal(expr) if isinstance(a, Diagonal)}, key=lambda g: g.name))
 
 
 def dims_of(expr: MatrixExpr) -> tuple[Dim, ...]:
@@ -136,14 +185,18 @@ def dims_of(expr: MatrixExpr) -> tuple[Dim, ...]:
     return tuple(sorted(dims, key=str))
 
 
-def is_polynomial(expr: Any) -> bool:
-    """True for a matrix expression built from Gaussians, identities, sums, products, transposes."""
+def is_polynomial(expr: Any, diagonals: bool = False) -> bool:
+    """True for a matrix expression built from Gaussians, identities, sums, products, transposes, and with
+    ``diagonals`` deterministic :class:`Diagonal` matrices (which only the positional Dyson equation reads,
+    docs/equations.md §2.12)."""
     if isinstance(expr, (Gaussian, sp.Identity, sp.ZeroMatrix)):
         return True
+    if isinstance(expr, Diagonal):
+        return diagonals
     if isinstance(expr, MatPow):
-        return expr.exp.is_Integer and expr.exp > 0 and is_polynomial(expr.base)
+        return expr.exp.is_Integer and expr.exp > 0 and is_polynomial(expr.base, diagonals)
     if isinstance(expr, (MatMul, MatAdd, Transpose)):
-        return all(is_polynomial(a) for a in expr.args if isinstance(a, MatrixExpr))
+        return all(is_polynomial(a, diagonals) for a in expr.args if isinstance(a, MatrixExpr))
     return False
 
 
@@ -177,14 +230,14 @@ def without_powers(expr: Any) -> Any:
 @dataclass
 class RandomInstance:
     """One random instance of polynomials: every dimension group of size 2 to 4, every Gaussian an array of standard
-    normal entries, drawn from ``rng`` on first use (so one instance evaluates several polynomials consistently), and
+    normal entries, every diagonal its entries at standard normal draws of g, drawn from ``rng`` on first use (so one instance evaluates several polynomials consistently), and
     every parameter of a coefficient at its value in ``scalars`` (by name). Identities of polynomials are checked on
     such instances: a false one fails on them with probability one."""
 
     rng: np.random.Generator
     scalars: dict[str, complex]
     sizes: dict[Dim, int] = field(default_factory=dict)
-    arrays: dict[Gaussian, np.ndarray] = field(default_factory=dict)
+    arrays: dict[Gaussian | Diagonal, np.ndarray] = field(default_factory=dict)
 
     def size(self, dim: Dim) -> int:
         """The size of ``dim`` here."""
@@ -207,6 +260,10 @@ class RandomInstance:
         if isinstance(expr, Gaussian):
             if expr not in self.arrays:
                 self.arrays[expr] = self.rng.standard_normal((self.size(expr.rows), self.size(expr.cols)))
+            return np.abs(self.arrays[expr]) if absolute else self.arrays[expr]
+        if isinstance(expr, Diagonal):
+            if expr not in self.arrays:
+                self.arrays[expr] = np.diag(expr.values(self.rng.standard_normal(self.size(expr.rows))))
             return np.abs(self.arrays[expr]) if absolute else self.arrays[expr]
         if isinstance(expr, sp.Identity):
             return np.eye(self.size(expr.rows))

@@ -2,7 +2,7 @@
 
 The polynomial Y is read as a path sum over a series-parallel graph: sums
 are parallel edges, products are chains through intermediate nodes, every
-leaf (a Gaussian, its transpose, or c*I) is one edge. With inner nodes
+leaf (a Gaussian, its transpose, c*I or c*D for a deterministic diagonal D) is one edge. With inner nodes
 1..m, edges i -> j give Q = -I + N (N nilpotent), edges from the source give
 u, edges into the sink give v, and Y = Y_lin - u Q^{-1} v. The self-adjoint
 pencil of [[0, Y], [Y^T, 0]] has blocks (s, t, V_1..V_m, U_1..U_m):
@@ -23,7 +23,7 @@ import numpy as np
 import sympy as sp
 from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 
-from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, RandomInstance, is_polynomial, without_powers
+from gemhsa_sym.free.expressions.matrices import Diagonal, Dim, Gaussian, RandomInstance, is_polynomial, without_powers
 
 __all__ = ["Block", "Placement", "Constant", "Pencil", "linearise"]
 
@@ -55,11 +55,13 @@ class Placement:
 
 @dataclass(frozen=True)
 class Constant:
-    """``coeff * I`` at block position (row, col) and at (col, row); both blocks share a dim."""
+    """``coeff * I`` (or ``coeff * diagonal``, a deterministic :class:`Diagonal`) at block position (row, col) and at
+    (col, row); both blocks share a dim."""
 
     row: int
     col: int
     coeff: sp.Expr
+    diagonal: Diagonal | None = None
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ class Pencil:
         for p in self.placements:
             out.setdefault((p.row, p.col), []).append(p.coeff * p.matrix)
         for c in self.constants:
-            out.setdefault((c.row, c.col), []).append(c.coeff * sp.Identity(self.blocks[c.row].dim))
+            out.setdefault((c.row, c.col), []).append(c.coeff * (sp.Identity(self.blocks[c.row].dim) if c.diagonal is None
+                                                                 else c.diagonal))
         return {k: (MatAdd(*v).doit() if len(v) > 1 else v[0]) for k, v in out.items()}
 
     def _block(self, entries: dict[tuple[int, int], MatrixExpr], r: int, c: int) -> MatrixExpr | None:
@@ -179,7 +182,8 @@ class Pencil:
         for p in self.placements:
             put(p.row, p.col, instance.number(p.coeff) * instance.evaluate(p.matrix))
         for c in self.constants:
-            put(c.row, c.col, instance.number(c.coeff) * np.eye(widths[c.row]))
+            put(c.row, c.col, instance.number(c.coeff) * (np.eye(widths[c.row]) if c.diagonal is None
+                                                          else instance.evaluate(c.diagonal)))
         return L
 
 
@@ -226,7 +230,7 @@ class _Graph:
             nodes = [a] + [self.node(mm.cols) for mm in mats[:-1]] + [b]
             for k, mm in enumerate(mats):
                 self.build(mm, nodes[k], nodes[k + 1], coeff if k == 0 else sp.S.One)
-        elif isinstance(expr, Gaussian):
+        elif isinstance(expr, (Gaussian, Diagonal)):
             self.edges.append((a, b, expr, coeff, False))
         elif isinstance(expr, Transpose):
             self.edges.append((a, b, expr.arg, coeff, True))
@@ -236,15 +240,17 @@ class _Graph:
             raise NotImplementedError(f"cannot linearise the matrix expression {expr} of type {type(expr).__name__}")
 
 
-def linearise(polynomial: MatrixExpr) -> Pencil:
-    """The self-adjoint pencil of the hermitisation of ``polynomial`` (module docstring)."""
-    if not is_polynomial(polynomial):
+def linearise(polynomial: MatrixExpr, diagonals: bool = False) -> Pencil:
+    """The self-adjoint pencil of the hermitisation of ``polynomial`` (module docstring); with ``diagonals`` the
+    polynomial may hold deterministic diagonals, which become constants (read by the positional Dyson equation only,
+    docs/equations.md §2.12)."""
+    if not is_polynomial(polynomial, diagonals):
         raise TypeError(f"not a polynomial in Gaussian matrices: {polynomial}")
-    names: dict[str, Gaussian] = {}
+    names: dict[str, Gaussian | Diagonal] = {}
     for g in sp.preorder_traversal(polynomial):
-        if isinstance(g, Gaussian):
+        if isinstance(g, (Gaussian, Diagonal)):
             if names.setdefault(g.name, g) != g:
-                raise ValueError(f"two different Gaussian matrices are both called {g.name}: {names[g.name]!r} and {g!r}")
+                raise ValueError(f"two different matrices are both called {g.name}: {names[g.name]!r} and {g!r}")
     graph = _Graph([polynomial.rows, polynomial.cols])
     graph.build(without_powers(polynomial), 0, 1, sp.S.One)
     m = len(graph.dims) - 2
@@ -264,8 +270,8 @@ def linearise(polynomial: MatrixExpr) -> Pencil:
     constants = [Constant(2 + i, 2 + m + i, sp.S.NegativeOne) for i in range(m)]
     for a, b, mat, coeff, transposed in graph.edges:
         r, c = row_block(a), col_block(b)
-        if mat is None:
-            constants.append(Constant(r, c, coeff))
+        if mat is None or isinstance(mat, Diagonal):
+            constants.append(Constant(r, c, coeff, mat))
         elif transposed:
             placements.append(Placement(mat, c, r, coeff))
         else:

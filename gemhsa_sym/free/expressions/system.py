@@ -161,6 +161,9 @@ def dyson_system(pencil: Pencil, ratios: Mapping[Dim, sp.Expr]) -> DysonSystem:
     missing = sorted({str(b.dim) for b in blocks} - {str(d) for d in ratios})
     if missing:
         raise ValueError(f"ratios: no size ratio given for dimension(s) {', '.join(missing)}")
+    if any(c.diagonal is not None for c in pencil.constants):
+        raise ValueError("polynomial: a deterministic diagonal varies along its group; its Dyson equation is the positional "
+                         "one (docs/equations.md §2.12), not a system of scalars")
     alpha = {str(d): sp.sympify(v) for d, v in ratios.items()}
     names = tuple(b.name for b in blocks)
     groups: dict[str, list[int]] = {}

@@ -2,7 +2,9 @@
 
 :class:`ProfiledModel` holds the polynomial, the ratios, the positional dimension group and the
 profiles; :meth:`ProfiledModel.system` discretises its Dyson equation (:mod:`.profiles`) at a level
-of :data:`LEVELS`, each with about twice the nodes of the one before. :meth:`ProfiledModel.levels`
+of :data:`LEVELS`, each with about twice the nodes of the one before (for a polynomial whose only
+positional part is its deterministic diagonals, docs/equations.md §2.12, a level of
+:data:`NORMAL_LEVELS`, Gauss-Hermite rules over the diagonals' quantile functions). :meth:`ProfiledModel.levels`
 yields m(w) level after level (as does any :class:`LeveledModel`, such as the masked scores of
 :mod:`.two_point`); the driver :func:`stieltjes` keeps each point's m at the first level where it
 differs from the previous level's by at most ``tol`` (1 + |m|), asks the next levels for the other
@@ -23,7 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 from sympy.matrices.expressions import MatrixExpr
 
-from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, dims_of, gaussians_of, is_polynomial
+from gemhsa_sym.free.expressions.matrices import Diagonal, Dim, Gaussian, diagonals_of, dims_of, gaussians_of, is_polynomial
 from gemhsa_sym.free.expressions.pencil import Pencil, linearise
 from gemhsa_sym.free.numeric.continuation import follow_branch
 from gemhsa_sym.free.numeric.descent import BranchError
@@ -32,11 +34,13 @@ from gemhsa_sym.free.positions.profiles import Profile, Quadrature, profiled_sys
 from gemhsa_sym.parse import to_number
 from gemhsa_sym.progress import note, stage
 
-__all__ = ["LEVELS", "ProfileError", "LeveledModel", "ProfiledModel", "ProfiledValues", "Distribution", "stieltjes",
+__all__ = ["LEVELS", "NORMAL_LEVELS", "ProfileError", "LeveledModel", "ProfiledModel", "ProfiledValues", "Distribution", "stieltjes",
            "density", "distribution"]
 
 #: (Gauss-Legendre order per panel, octaves of geometric grading towards t = 0) of each level.
 LEVELS: tuple[tuple[int, int], ...] = ((4, 8), (6, 16), (8, 24), (10, 32))
+#: Gauss-Hermite nodes of each level of a model whose positions carry only deterministic diagonals.
+NORMAL_LEVELS: tuple[int, ...] = (8, 16, 32, 64)
 #: Heights tried for the fixed-point start (the discretised norm grows like the deepest node's variance).
 START_HEIGHTS: tuple[float, ...] = tuple(10.0 ** k for k in range(2, 18, 2))
 #: Steps of the fixed-point iteration allowed at a start height.
@@ -54,7 +58,9 @@ class ProfiledModel:
     """A polynomial in Gaussian matrices, some with variance profiles over the positions of ``positions``.
 
     ``breaks`` are positions where a profile jumps (added as panel edges, so that the quadrature
-    stays exact for piecewise polynomial integrands).
+    stays exact for piecewise polynomial integrands). The polynomial may hold deterministic diagonals over the
+    positions (:class:`~gemhsa_sym.free.expressions.matrices.Diagonal`); then no profile may vary with the position,
+    and the levels are Gauss-Hermite rules (:data:`NORMAL_LEVELS`).
     """
 
     polynomial: MatrixExpr
@@ -65,7 +71,7 @@ class ProfiledModel:
     _systems: dict[int, NumericSystem] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not is_polynomial(self.polynomial):
+        if not is_polynomial(self.polynomial, diagonals=True):
             raise ValueError(f"polynomial: not a polynomial in Gaussian matrices: {self.polynomial}")
         dims = {str(d) for d in dims_of(self.polynomial)}
         if str(self.positions) not in dims:
@@ -80,14 +86,32 @@ class ProfiledModel:
         object.__setattr__(self, "ratios", ratios)
         if any(not 0 < b < 1 for b in self.breaks):
             raise ValueError("breaks: positions of jumps lie strictly between 0 and 1")
+        for D in self.diagonals:
+            if str(D.rows) != str(self.positions):
+                raise ValueError(f"positions: the diagonal {D.name} lies over {D.rows}, not over the positions {self.positions}")
+        if self.diagonals and (self.breaks or any(p.positional_rows or p.positional_cols for p in self.profiles.values())):
+            raise ValueError("profiles: a model with deterministic diagonals is solved on Gauss-Hermite rules over their "
+                             "quantile functions, where no profile may vary with the position")
+
+    @functools.cached_property
+    def diagonals(self) -> tuple[Diagonal, ...]:
+        """The deterministic diagonals of the polynomial."""
+        return diagonals_of(self.polynomial)
+
+    @property
+    def level_count(self) -> int:
+        """How many levels of discretisation there are."""
+        return len(NORMAL_LEVELS if self.diagonals else LEVELS)
 
     @functools.cached_property
     def pencil(self) -> Pencil:
         """The linear pencil of the polynomial (docs/equations.md §2.2)."""
-        return linearise(self.polynomial)
+        return linearise(self.polynomial, diagonals=True)
 
     def quadrature(self, level: int) -> Quadrature:
-        """The nodes of ``level`` (:data:`LEVELS`)."""
+        """The nodes of ``level`` (:data:`LEVELS`, or :data:`NORMAL_LEVELS` for a model with diagonals)."""
+        if self.diagonals:
+            return Quadrature.normal(NORMAL_LEVELS[level])
         order, octaves = LEVELS[level]
         return Quadrature.graded(1, octaves, order, self.breaks)
 
@@ -101,7 +125,7 @@ class ProfiledModel:
     def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
         """(level, nodes, m(w)) for every level in turn, every point solved (a mask sent is not needed: a level costs
         seconds); BranchError where a point fails verification."""
-        for level in range(len(LEVELS)):
+        for level in range(self.level_count):
             system = self.system(level)
             branch = follow_branch(system, w, max(start_height(system), 10 * float(np.max(np.abs(w)))), floor)
             if not np.all(branch.ok):

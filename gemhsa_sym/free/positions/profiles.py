@@ -20,6 +20,12 @@ It is discretised on the nodes of a composite Gauss-Legendre rule whose panels a
 geometrically towards t = 0 (singular profiles), with product integration inside the panel of the
 discontinuity u = t; the result is a :class:`~.numeric.NumericSystem` with one sector per node, which
 the drivers of :mod:`.continuation` solve like any other Dyson system.
+
+A deterministic diagonal D over the positional group (:class:`~.expressions.matrices.Diagonal`) is an
+element of the diagonal algebra itself: its constant in L0 is D at every position (docs/equations.md
+§2.12). Where diagonals are the only thing that varies with the position, the positions may be ordered
+by the standard Gaussian g of the diagonals' entries: :meth:`Quadrature.normal` is the Gauss-Hermite rule
+in g, at the positions t = Phi(g).
 """
 
 from __future__ import annotations
@@ -29,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
-from numpy.polynomial import legendre
-from scipy import sparse
+from numpy.polynomial import hermite_e, legendre
+from scipy import sparse, special
 
 from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
 from gemhsa_sym.free.expressions.pencil import Pencil
@@ -87,13 +93,16 @@ class Profile:
 @dataclass(frozen=True, eq=False)
 class Quadrature:
     """Nodes and weights on [0, 1] and the product-integration matrices of int_0^{t_k} (``lower``) and
-    int_{t_k}^1 (``upper``): exact for functions that are polynomials of degree < order on every panel."""
+    int_{t_k}^1 (``upper``): exact for functions that are polynomials of degree < order on every panel
+    (a rule without them, :meth:`normal`, integrates over all positions only, and gives the standard Gaussian
+    g of each node, ``gaussian``)."""
 
     edges: np.ndarray
     nodes: np.ndarray
     weights: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
+    lower: np.ndarray | None
+    upper: np.ndarray | None
+    gaussian: np.ndarray | None = None
 
     @classmethod
     def on(cls, edges: np.ndarray, order: int) -> Quadrature:
@@ -125,6 +134,13 @@ class Quadrature:
         edges = np.union1d(np.r_[0.0, 2.0 ** (-steps / per_octave)], np.asarray(breaks, dtype=float))
         return cls.on(edges, order)
 
+    @classmethod
+    def normal(cls, order: int) -> Quadrature:
+        """The Gauss-Hermite rule of ``order`` nodes g for a standard Gaussian, at the positions t = Phi(g) (module
+        docstring): exact for polynomials in g of degree < 2 order; no triangular regions."""
+        g, w = hermite_e.hermegauss(order)
+        return cls(np.array([0.0, 1.0]), special.ndtr(g), w / w.sum(), None, None, g)
+
     @property
     def size(self) -> int:
         return len(self.nodes)
@@ -134,6 +150,8 @@ class Quadrature:
         or from the columns (over t at each u)."""
         if region == "all":
             return np.broadcast_to(self.weights, (self.size, self.size))
+        if self.lower is None or self.upper is None:
+            raise ValueError(f"profile: the region {region!r} needs a rule on panels of positions, not a Gauss-Hermite rule")
         below = (region == "lower") == (side == "row")
         return self.lower if below else self.upper
 
@@ -203,15 +221,21 @@ def profiled_system(pencil: Pencil, ratios: Mapping[Dim, sp.Expr], positions: Di
     A = {dim: np.zeros((count[dim], len(members), len(members)), dtype=complex) for dim, members in groups.items()}
     E = {dim: np.zeros_like(a) for dim, a in A.items()}
 
-    def const(block_a: int, block_b: int, value: complex) -> None:
+    def const(block_a: int, block_b: int, value: complex | np.ndarray) -> None:
         dim, ia = where[block_a]
         A[dim][:, ia, where[block_b][1]] += value
 
     const(pencil.source, pencil.source, 1.0)
     for c in pencil.constants:
-        const(c.row, c.col, -complex(c.coeff))
+        value: complex | np.ndarray = -complex(c.coeff)
+        if c.diagonal is not None:  # an element of the positions' diagonal algebra: D(t) at every node
+            if str(c.diagonal.rows) != pos or quadrature.gaussian is None:
+                raise ValueError(f"diagonals: {c.diagonal.name} is read on a Gauss-Hermite rule over the positional group "
+                                 f"{pos} (Quadrature.normal)")
+            value = value * c.diagonal.values(quadrature.gaussian)
+        const(c.row, c.col, value)
         if c.row != c.col:
-            const(c.col, c.row, -complex(c.coeff))
+            const(c.col, c.row, value)
     E[sink_dim][:, sink_index, sink_index] = 1.0
 
     def kernel(X: Gaussian, side: str) -> np.ndarray:
