@@ -165,16 +165,16 @@ def test_bad_block_fields_name_the_field(changes: dict[str, object], message: st
     assert str(error.value).startswith(message)
 
 
-def test_a_deep_network_has_no_law_yet_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_deep_network_without_a_law_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     network = description_from_dict(BASE | dict(norm="layer"))
-    with pytest.raises(NotImplementedError, match="from layer 2 on the tokens carry a common vector"):
+    with pytest.raises(NotImplementedError, match="heads: from layer 2 on each head's keys get weights of their own"):
         law_of(network)
     path = tmp_path / "net.toml"
     path.write_text(network.to_toml(), encoding="utf-8")
     for argv in (["derive", str(path)], ["verify", str(path), "--n", "40"], ["sample", str(path), "--model", "ge"]):
         assert main(argv) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "target: from layer 2 on" in err
+        assert err.count("\n") == 1 and "heads: from layer 2 on" in err
     assert main(["sample", str(path), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["config"]["layers"] == 2 and len(summary["moments"]) == 4

@@ -14,10 +14,12 @@ from gemhsa_sym.files import write_atomic
 from gemhsa_sym.free.numeric.results import MAX_DPS
 from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.laws.causal_law import CausalLaw
+from gemhsa_sym.laws.protocol import Law
 from gemhsa_sym.laws.recorded import answers_record
 from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.laws.spectral import SpectralLaw
 from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.polynomial_model import PolynomialModel
 from gemhsa_sym.layer.presets import PRESETS
 from gemhsa_sym.library.catalogue import library_law, library_record
@@ -121,6 +123,11 @@ def run(args: argparse.Namespace) -> int:
         law = library_law(args.config) or law_of(config)
     else:
         law = law_of(config, symbolic=args.symbolic)
+    if not law.answers("record"):  # a law known numerically only (key weights): its report, no record or document
+        if args.latex or args.export or args.symbolic:
+            option = "--latex" if args.latex else "--export" if args.export else "--symbolic"
+            raise ValueError(f"{option}: {law.reason('to_latex' if args.latex else 'record')}; --json prints the report")
+        return _run_numeric(args, config, law, start)
     if not law.answers("moments"):  # a heavy-tailed law: quantiles, tail and achieved error instead
         for name, _ in args.export:
             if name not in ("latex", "json"):
@@ -225,6 +232,40 @@ def _run_causal(args: argparse.Namespace, config: Config, law: CausalLaw, start:
         for x, r in zip(report["density"]["x"], report["density"]["density"]):
             print(f"{x:.8g}\t{r:.12g}")
     print(f"{law.found} in {report['timing']['total_s']:.1f} s")
+    return 0
+
+
+def _run_numeric(args: argparse.Namespace, config: Network, law: Law, start: float) -> int:
+    """A network's law after layer 2 or later (docs/extensions.md §8.7): its model, constants, moments and quantiles."""
+    report = law.report(args.grid)
+    report["timing"] = {"total_s": time.perf_counter() - start, "source": "solved"}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"configuration: {config.name or args.config}: {config.summary()}")
+    print(f"the law of {report['statement']}")
+    print(f"model: {report['model']}")
+    print("  with " + ", ".join(f"{k} = {v}" for k, v in report["values"].items()))
+    for weights in report["key_weights"]:
+        print(f"  {weights}")
+    print("constants: " + "; ".join(f"{k} = {v if len(v) <= LONG else v[:LONG] + '...'}" for k, v in report["constants"].items()))
+    for note in report["notes"]:
+        print(f"note: {note}")
+    print(f"equation: {report['equation']}")
+    print(f"solved on {report['nodes']} Gauss-Hermite nodes (level {report['level']}), achieved error of F {report['error']:.1e}")
+    for k, value in enumerate(report["moments"], 1):
+        print(f"moment {k}: {value:.12g} (contour integral of m(w))")
+    for atom in report["atoms"]:
+        print(f"atom at {atom['location']:g}: mass {atom['mass']:.12g}")
+    for q, x in zip(report["quantiles"]["q"], report["quantiles"]["x"]):
+        print(f"quantile {q:g}: {x:.6g}")
+    print(f"edges: none ({report['edges']})")
+    print(f"P(m, w): none ({report['polynomial_reason']})")
+    if args.grid is not None:
+        print("x\tdensity")
+        for x, r in zip(report["density"]["x"], report["density"]["density"]):
+            print(f"{x:.8g}\t{r:.12g}")
+    print(f"solved in {report['timing']['total_s']:.1f} s")
     return 0
 
 

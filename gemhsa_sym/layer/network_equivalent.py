@@ -17,9 +17,21 @@ polynomial (docs/extensions.md §8.4) and m_R the exact mean of its law:
 With M = sum_k nu_1k W_1k W_2k (nu_1k = mu_1k / sqrt(v)) and E = sum_k mu_*k Z_1k W_2k: pre-norm out = R (I + alpha_mlp
 M / s_U) + alpha_mlp E, s_U^2 = m_R + kappa; without a norm the same with s = 1; post-norm U = R / s_1 (s_1^2 = m_R +
 kappa) and out = (U (I + alpha_mlp M) + alpha_mlp E) / s_2 with s_2^2 = m_P + kappa / s_1^2 + alpha_mlp^2 E_b mu_0(b)^2,
-m_P the exact mean of the numerator's law (eq. of docs/extensions.md §8.7). Later layers (the common vector weights
-the keys), a causal mask (its rows do not concentrate) and values or outputs built from the keys are refused with the
-reason.
+m_P the exact mean of the numerator's law (eq. of docs/extensions.md §8.7).
+
+Layer 2 (docs/extensions.md §8.7, "the law after layer 2"): its tokens are out_1 = S + c, S the first block's
+polynomial (mean m of its law) and c the common vector (kappa_1 per entry: the attention's and the MLP's mu_0). The norm
+divides by s (s^2 = m + kappa_1; s = 1 without a norm); the centred scores are those of tokens S / sqrt(m) at inverse
+temperature beta m / s^2, and the column term beta c^T W_Q W_K^T x_j / (s^2 sqrt(d_k)), a Gaussian of variance
+tau^2 = beta^2 kappa_1 m / s^4, multiplies key j by e^{b_j}: softmax's row normalisation leaves the key weights
+D = diag(exp(tau g - tau^2 / 2)) (a :class:`~gemhsa_sym.free.expressions.matrices.Diagonal`). So
+S_2 = S + alpha sum_h (mu_1 / sqrt(r_k) Q^h K^hT D + sigma Z^h D) (S / s) W_V^h W_O^h with Q^h = S W_Q^h / sqrt(m).
+After it the common vector has size sqrt(n) per entry (the uniform part averages values that carry c / s), so a
+pre-norm branch after it sees that vector and a centred part of relative size n^-1/2: layer 2's MLP and every later
+layer add nothing centred in the limit, and the law after layer L >= 2 is layer 2's. Centred attention adds no common
+vector: where kappa_1 = 0 (no MLP, or an odd activation) D = I and the recursion goes on layer by layer. A causal mask
+(its rows do not concentrate), values or outputs built from the keys, post-norms after layer 1 (the sqrt(n) common
+vector fills the norm), and the cases the recursion does not reach are refused with the reason.
 """
 
 from __future__ import annotations
@@ -35,7 +47,7 @@ from sympy.matrices.expressions import MatrixExpr
 
 from gemhsa_sym.free.equations.derivation import derivation
 from gemhsa_sym.free.equations.series import moment_series
-from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+from gemhsa_sym.free.expressions.matrices import NORMAL, Diagonal, Dim, Gaussian, diagonals_of
 from gemhsa_sym.layer.equivalent import gaussian_equivalent, head_sum
 from gemhsa_sym.layer.hermite import hermite_data
 from gemhsa_sym.layer.network import Network
@@ -53,21 +65,28 @@ _X = sp.Symbol("x", real=True)
 
 @dataclass(frozen=True)
 class NetworkEquivalent:
-    """The polynomial of a network's first block (module docstring), its ratios and parameter values, and the exact
+    """The polynomial of a network's block (module docstring), its ratios and parameter values, and the exact
     constants it used, by name: ``m_R``, ``kappa``, and where they occur ``s_U^2`` (pre-norm MLP), ``s_1^2``,
-    ``m_P``, ``s_2^2`` (post-norm)."""
+    ``m_P``, ``s_2^2`` (post-norm), and for a later layer ``m_1``, ``kappa_1``, ``s^2`` and ``tau^2`` (the key
+    weights' log-variance); ``notes`` say what a later layer leaves out."""
 
     polynomial: MatrixExpr
     ratios: dict[Dim, sp.Expr]
     values: dict[sp.Symbol, sp.Expr]
     constants: dict[str, sp.Expr]
     mlp: NeuronLevels | None
+    notes: tuple[str, ...] = ()
 
     @property
     def exact(self) -> bool:
         """Whether every coefficient is exact: no MLP, or one level of neurons with closed-form Hermite data (otherwise
         the levels and the quadrature make the law an approximation, docs/extensions.md §8.7)."""
         return self.mlp is None or (len(self.mlp.weights) == 1 and not any(v.has(sp.Float) for v in self.mlp.data[0]))
+
+    @property
+    def key_weights(self) -> tuple[Diagonal, ...]:
+        """The deterministic diagonals of key weights in the polynomial (none at layer 1)."""
+        return diagonals_of(self.polynomial)
 
 
 @dataclass(frozen=True)
@@ -114,25 +133,38 @@ def neuron_levels(activation: str, variance: sp.Expr, bias_variance: sp.Expr, le
 
 
 def _mlp(network: Network, d: Dim, n: Dim, ratios: dict[Dim, sp.Expr], variance: sp.Expr,
-         bias_variance: sp.Expr) -> tuple[MatrixExpr, MatrixExpr | None, NeuronLevels]:
+         bias_variance: sp.Expr, layer: str = "") -> tuple[MatrixExpr, MatrixExpr | None, NeuronLevels]:
     """The MLP's phi(H) W_2 less its common vector, H = (I + c) W_1 for an input I with centred variance ``variance`` and
     bias variance ``bias_variance``, as I M + E: M = sum_k nu_1k W_1k W_2k (d x d) and the noise E = sum_k nu_*k Z_1k W_2k
     (n x d; None for a linear phi), nu_1k = mu_1k / sqrt(v) and nu_*k = mu_*k over the levels k, each of d_ff times its
-    weight neurons (new dimension groups added to ``ratios``); the input enters once, whatever the number of levels.
+    weight neurons (new dimension groups added to ``ratios``, their names ending in ``layer``); the input enters once,
+    whatever the number of levels.
     Coefficients from quadrature are rationals of :data:`COEFFICIENT_DIGITS` digits (:func:`_coefficient`)."""
     levels = neuron_levels(network.activation, variance, bias_variance)
     single = len(levels.weights) == 1
     linear, noise = [], []
     for k, (weight, (_, mu1, sigma2)) in enumerate(zip(levels.weights, levels.data)):
         tag = "" if single else f"^{{({k + 1})}}"
-        width = Dim("d_ff" if single else f"d_ff{k + 1}")
+        width = Dim(("d_ff" if single else f"d_ff{k + 1}") + layer)
         ratios[width] = network.d_ff * weight
-        W1, W2 = Gaussian(f"W_1{tag}", d, width, 1 / ratios[d]), Gaussian(f"W_2{tag}", width, d, 1 / network.d_ff)
+        W1 = Gaussian(f"{_named('W_1', layer)}{tag}", d, width, 1 / ratios[d])
+        W2 = Gaussian(f"{_named('W_2', layer)}{tag}", width, d, 1 / network.d_ff)
         gain = _coefficient(mu1 / sp.sqrt(variance))
         linear.append(gain * W1 * W2)
         if sigma2 != 0:
-            noise.append(_coefficient(sp.sqrt(sigma2)) * Gaussian(f"Z_1{tag}", n, width) * W2)
+            noise.append(_coefficient(sp.sqrt(sigma2)) * Gaussian(f"{_named('Z_1', layer)}{tag}", n, width) * W2)
     return sp.MatAdd(*linear), sp.MatAdd(*noise) if noise else None, levels
+
+
+def _named(name: str, layer: str) -> str:
+    """``name`` (``W_1``, ``W_Q``, ``Z``) of the first layer, or with the layer added to its subscript (``W_{1,2}``,
+    ``Z_{2}``)."""
+    if not layer:
+        return name
+    if "_" not in name:
+        return f"{name}_{{{layer}}}"
+    stem, sub = name.split("_", 1)
+    return f"{stem}_{{{sub},{layer}}}"
 
 
 def _coefficient(value: sp.Expr) -> sp.Expr:
@@ -149,17 +181,106 @@ def _mean(polynomial: MatrixExpr, ratios: dict[Dim, sp.Expr], values: dict[sp.Sy
 
 
 def _refusal(network: Network) -> str | None:
-    """Why the first block of ``network`` has no equivalent here, or None."""
+    """Why ``network`` read after its layer has no equivalent here, or None (before any work)."""
     layer = network.layer
-    if network.read_layer != 1:
-        return ("target: from layer 2 on the tokens carry a common vector c, whose column term beta c^T W_Q W_K^T x_j "
-                "/ sqrt(d_k) gives the keys random weights; that equivalent is not built, only the first block's "
-                "(target = 'layer:1')")
     if layer.mask_rule.causal:
         return "mask: a causal layer's equivalent is no polynomial (docs/extensions.md §8.6), and its rows do not concentrate"
     if layer.kv != "independent" or layer.output != "independent":
         return "kv: the common vector's size is derived for values and outputs with their own weights only"
+    if network.read_layer == 1:
+        return None
+    if network.norm != "none" and network.norm_position == "post":
+        return ("norm_position: after a post-norm block the attention's uniform part puts a common vector of size sqrt(n) per "
+                "entry into the next norm, which divides the centred part by it: the law after layer 2 falls to 0 like 1/n "
+                "(the collapse of docs/extensions.md §8.7), so there is no limit law to derive")
+    if layer.tokens != "gaussian" or layer.token_covariance is not None:
+        return "tokens: the equivalent after layer 2 is built for Gaussian tokens"
+    if not _key_weighted(network):
+        return None
+    if layer.score != "softmax" or layer.normalisation != "row":
+        return ("score: from layer 2 on the common vector's column term becomes a key weight e^{b_j} for softmax scores "
+                "normalised by rows only")
+    if layer.heads > 1:
+        return ("heads: from layer 2 on each head's keys get weights of their own, independent between heads; the Dyson "
+                "equation over one Gaussian per token is built, over H of them not: give one head")
+    if network.attention == "centred":
+        return ("attention: with centred attention and an MLP whose mean is not 0, layer 2's keys are weighted and its MLP "
+                "needs that layer's mean, which the positional equation gives only numerically: not built")
+    if network.norm == "none" and (network.d_ff is not None or network.read_layer > 2):
+        return ("norm: without a norm, the common vector of size sqrt(n) per entry after layer 2 enters the next branch "
+                "unnormalised (the MLP's neurons and the next scores see a bias of that size): no limit law is derived")
     return None
+
+
+def _key_weighted(network: Network) -> bool:
+    """Whether the tokens after layer 1 carry a common vector (the attention's uniform part, or an MLP whose activation
+    has a mean at bias 0), so that layer 2 weights its keys."""
+    return network.attention == "softmax" or (network.d_ff is not None and network.activation in ("relu", "gelu"))
+
+
+def _later_symbols(index: str) -> tuple[sp.Symbol, ...]:
+    """The symbols of layer l: mu_{1,l} and sigma_l of its scores, nu_l = 1 / sqrt(m) (the tokens' scale in the scores)
+    and xi_l = 1 / s (the norm's): symbols with values, so that the series of the moments stays polynomial in them."""
+    return (sp.Symbol(f"mu_{{1,{index}}}", real=True), sp.Symbol(f"sigma_{index}", nonnegative=True),
+            sp.Symbol(f"nu_{index}", positive=True), sp.Symbol(f"xi_{index}", positive=True))
+
+
+def _attention_layer(network: Network, S: MatrixExpr, m: sp.Expr, kappa: sp.Expr, ratios: dict[Dim, sp.Expr],
+                     values: dict[sp.Symbol, sp.Expr], constants: dict[str, sp.Expr], index: str) -> MatrixExpr:
+    """S + alpha sum_h (mu_1 / sqrt(r_k) Q^h K^hT D + sigma Z^h D) (S / s) W_V^h W_O^h of the module docstring for the
+    stream S (mean m, common vector kappa per entry), with layer ``index``'s own weights; D = I where kappa = 0."""
+    layer = network.layer
+    dims = {str(k): k for k in ratios}
+    n, d, d_k = dims["n"], dims["d"], dims["d_k"]
+    d_v = dims.get("d_v", d_k)
+    s2 = m + kappa if network.norm != "none" else sp.Integer(1)
+    tau2 = layer.beta**2 * kappa * m / s2**2
+    coefficients = hermite_data(layer.score, layer.beta * m / s2, layer.normalisation)
+    mu1, sigma, nu, xi = _later_symbols(index)
+    values |= {mu1: coefficients.mu1, sigma: sp.sqrt(coefficients.sigma2), nu: 1 / sp.sqrt(m), xi: 1 / sp.sqrt(s2)}
+    constants |= {f"m_{int(index) - 1}": m, f"kappa_{int(index) - 1}": kappa, f"s^2 (layer {index})": s2,
+                  f"tau^2 (layer {index})": tau2}
+    WQ, WK = (Gaussian(_named(name, index), d, d_k, 1 / ratios[d]) for name in ("W_Q", "W_K"))
+    WV = Gaussian(_named("W_V", index), d, d_v, 1 / ratios[d])
+    WO = Gaussian(_named("W_O", index), d_v, d, 1 / (layer.heads * ratios[d_v]))
+    Z = Gaussian(_named("Z", index), n, n)
+    tokens = nu * S
+    bracket = mu1 / sp.sqrt(ratios[d_k]) * (tokens * WQ) * (tokens * WK).T + sigma * Z
+    if kappa != 0:
+        tau = sp.sqrt(tau2)
+        bracket = bracket * Diagonal(f"D_{{{index}}}", n, sp.exp(tau * NORMAL - tau2 / 2))
+    template = S / layer.heads + layer.residual * bracket * (xi * S) * WV * WO
+    roles = {"Z": Z, "W_Q": (WQ,), "W_K": (WK,), "W_V": (WV,), "W_O": WO}
+    return template if layer.heads == 1 else head_sum(layer, template, roles)
+
+
+def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivalent:
+    """The equivalent after layer ``read_layer`` >= 2 (module docstring), from the first block's."""
+    ratios, values, constants = dict(first.ratios), dict(first.values), dict(first.constants)
+    stream, mlp, notes = first.polynomial, first.mlp, []
+    kappa = (constants["kappa"] + (network.alpha_mlp**2 * mlp.common if mlp is not None else 0)
+             if _key_weighted(network) else sp.Integer(0))
+    m = constants["m_R"] if mlp is None else _mean(stream, ratios, values)
+    for index in range(2, network.read_layer + 1):
+        stream = _attention_layer(network, stream, m, kappa, ratios, values, constants, str(index))
+        if kappa != 0:  # the sqrt(n) common vector now fills every pre-normed branch: nothing more is centred
+            if network.d_ff is not None:
+                notes.append("layer 2's MLP adds a common vector only: its normalised input is the common vector of size "
+                             "sqrt(n) per entry plus a centred part of relative size n^-1/2")
+            if network.read_layer > 2:
+                notes.append(f"layers 3..{network.read_layer} add nothing centred in the limit (their branches see the "
+                             "common vector): the law is layer 2's (frozen)")
+            break
+        m = _mean(stream, ratios, values)
+        if network.d_ff is not None:  # an odd activation at bias 0: the common vector stays 0
+            d = next(dim for dim in ratios if dim.name == "d")
+            scale = sp.Integer(1) if network.norm == "none" else sp.sqrt(m)
+            linear, noise, _ = _mlp(network, d, stream.rows, ratios, m / scale**2, sp.Integer(0), str(index))
+            stream = stream * (sp.Identity(d) + network.alpha_mlp / scale * linear)
+            if noise is not None:
+                stream = stream + network.alpha_mlp * noise
+            m = _mean(stream, ratios, values)
+    return NetworkEquivalent(stream, ratios, values, constants, mlp, tuple(notes))
 
 
 def network_equivalent(network: Network) -> NetworkEquivalent:
@@ -167,6 +288,12 @@ def network_equivalent(network: Network) -> NetworkEquivalent:
     reason = _refusal(network)
     if reason is not None:
         raise NotImplementedError(reason)
+    first = _first_block(network)
+    return first if network.read_layer == 1 else _later_layers(network, first)
+
+
+def _first_block(network: Network) -> NetworkEquivalent:
+    """The first block's equivalent (module docstring)."""
     layer = network.layer
     equivalent = gaussian_equivalent(layer)
     R = head_sum(layer, equivalent.template, equivalent.roles)

@@ -1,7 +1,8 @@
 """Finite realisations of a polynomial in Gaussian matrices: its own Monte Carlo sampler (docs/verification.md §4.1).
 
 The same description that gives the law gives the draws: every Gaussian of the polynomial is
-realised at sizes ratio * N with entries N(0, scale / N), and the polynomial is evaluated
+realised at sizes ratio * N with entries N(0, scale / N), every deterministic diagonal (docs/equations.md
+§2.12) with its entry at independent standard Gaussians g, one per index, and the polynomial is evaluated
 with its products ordered for the fewest operations (``numpy.linalg.multi_dot``).
 """
 
@@ -15,7 +16,7 @@ import sympy as sp
 from sympy.matrices.expressions import MatAdd, MatMul, MatrixExpr, Transpose
 
 from gemhsa_sym.free.equations.scale import to_float
-from gemhsa_sym.free.expressions.matrices import Dim, Gaussian, gaussians_of, without_powers
+from gemhsa_sym.free.expressions.matrices import Diagonal, Dim, Gaussian, diagonals_of, gaussians_of, without_powers
 
 __all__ = ["draw_polynomial", "evaluate", "realise", "sample_polynomial", "sizes_at"]
 
@@ -32,17 +33,22 @@ def sizes_at(ratios: Mapping[Dim, Any], values: Mapping[sp.Symbol, Any], N: int)
 
 
 def realise(gaussians: tuple[Gaussian, ...], sizes: Mapping[str, int], values: Mapping[sp.Symbol, Any], N: int,
-            rng: np.random.Generator) -> dict[Gaussian, np.ndarray]:
-    """One realisation of each Gaussian (in the order given), entries N(0, scale / N)."""
-    return {g: rng.standard_normal((sizes[str(g.rows)], sizes[str(g.cols)])) * np.sqrt(to_float(g.scale, values) / N)
-            for g in gaussians}
+            rng: np.random.Generator, diagonals: tuple[Diagonal, ...] = ()) -> dict[Gaussian | Diagonal, np.ndarray]:
+    """One realisation of each Gaussian (in the order given), entries N(0, scale / N), then of each diagonal (module
+    docstring)."""
+    real: dict[Gaussian | Diagonal, np.ndarray] = {
+        g: rng.standard_normal((sizes[str(g.rows)], sizes[str(g.cols)])) * np.sqrt(to_float(g.scale, values) / N)
+        for g in gaussians}
+    for D in diagonals:
+        real[D] = np.diag(D.values(rng.standard_normal(sizes[str(D.rows)])))
+    return real
 
 
-def evaluate(expr: MatrixExpr, real: Mapping[Gaussian, np.ndarray], sizes: Mapping[str, int],
+def evaluate(expr: MatrixExpr, real: Mapping[Gaussian | Diagonal, np.ndarray], sizes: Mapping[str, int],
              values: Mapping[sp.Symbol, Any]) -> np.ndarray:
-    """A numpy realisation of a polynomial from realisations of its Gaussians."""
+    """A numpy realisation of a polynomial from realisations of its Gaussians and diagonals."""
     expr = without_powers(expr)
-    if isinstance(expr, Gaussian):
+    if isinstance(expr, (Gaussian, Diagonal)):
         return real[expr]
     if isinstance(expr, Transpose):
         return evaluate(expr.arg, real, sizes, values).T
@@ -62,7 +68,8 @@ def draw_polynomial(polynomial: MatrixExpr, sizes: Mapping[str, int], values: Ma
                     seed: np.random.SeedSequence) -> np.ndarray:
     """Eigenvalues of Y^T Y (zeros included, ascending) for one realisation at ``sizes`` (:func:`sizes_at`)
     drawn from ``seed``."""
-    Y = evaluate(polynomial, realise(gaussians_of(polynomial), sizes, values, N, np.random.default_rng(seed)), sizes, values)
+    real = realise(gaussians_of(polynomial), sizes, values, N, np.random.default_rng(seed), diagonals_of(polynomial))
+    Y = evaluate(polynomial, real, sizes, values)
     q = Y.shape[1]
     gram = Y.T @ Y if Y.shape[0] >= q else Y @ Y.T
     ev = np.linalg.eigvalsh(gram)

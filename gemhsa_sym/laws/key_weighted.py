@@ -1,0 +1,211 @@
+"""The law of a network read after layer 2 or later, whose equivalent weights the keys (docs/extensions.md §8.7).
+
+From layer 2 on the tokens carry a common vector whose column term in the scores gives key j the weight e^{b_j}:
+the equivalent is a polynomial with a deterministic diagonal D of lognormal key weights
+(:func:`~gemhsa_sym.layer.network_equivalent.network_equivalent`), whose Dyson equation is the positional one of
+docs/equations.md §2.12, solved on Gauss-Hermite rules of growing size until m(w) changes by at most ``tol`` (1 + |m|)
+(:func:`~gemhsa_sym.free.positions.profiled_law.stieltjes`). The lognormal weights are unbounded, so the support is
+(0, inf) with a tail lighter than any power; the law is known by its distribution function on a log-spaced grid that
+reaches 1 to within its achieved error, its moments by contour integrals of m(w), and m(w) and the density solved
+afresh at any point.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from gemhsa_sym.free.numeric.results import Atom
+from gemhsa_sym.free.positions.profiled_law import Distribution, ProfiledModel, density, distribution, stieltjes
+from gemhsa_sym.laws.protocol import Law, NoAnswer, check_points
+from gemhsa_sym.laws.tabulated import TabulatedLaw, table_queries
+from gemhsa_sym.layer.network import Network
+from gemhsa_sym.layer.network_equivalent import NetworkEquivalent, equivalent_of
+
+__all__ = ["GRID", "KeyWeightedLaw", "MOMENTS", "TOL", "far_mean", "key_weighted_table"]
+
+#: The distribution function's grid, relative to the law's mean: 32 points per decade from 1e-5 to 1e3.
+GRID: tuple[float, ...] = tuple(np.geomspace(1e-5, 1e3, 257))
+#: Tolerance of the level-to-level change of m (docs/solving.md §3.11).
+TOL = 1e-6
+#: The most moments the contour integral gives; its points on the circle.
+MOMENTS, CONTOUR_POINTS = 4, 64
+#: Why there are no edges, tail exponent or P(m, w).
+NO_EDGES = ("the key weights are lognormal, unbounded, so the support reaches to infinity, with a tail lighter than any "
+            "power; quantiles and the distribution function say where the mass lies")
+NO_POLYNOMIAL = ("the equation is function-valued in the key weights' positions; no finite polynomial system is "
+                 "eliminated")
+
+
+def _model(network: Network) -> ProfiledModel:
+    """The positional model of the equivalent of ``network``, its coefficients as 30-digit numbers."""
+    equivalent = equivalent_of(network)
+    values = {symbol: sp.N(value, 30) for symbol, value in equivalent.values.items()}
+    dims = {str(dim): dim for dim in equivalent.ratios}
+    return ProfiledModel(equivalent.polynomial.xreplace(values), equivalent.ratios, dims["n"], {})
+
+
+@functools.lru_cache(maxsize=8)
+def far_mean(network: Network) -> float:
+    """mu_1 from m(w) far out: Re((m w - 1) w) at w = i y is mu_1 - mu_3 / y^2 + O(y^-4), extrapolated over y and 2y,
+    y = 1e4 times the mean after layer 1."""
+    y = 1e4 * float(equivalent_of(network).constants["m_1"])
+    w = np.array([1j * y, 2j * y])
+    m = stieltjes(_model(network), w, 1e-12).m
+    first = ((m * w - 1) * w).real
+    return float((4 * first[1] - first[0]) / 3)
+
+
+@functools.lru_cache(maxsize=8)
+def key_weighted_table(network: Network, tol: float = TOL) -> tuple[Distribution, float]:
+    """The distribution function of the law of ``network`` on :data:`GRID` times its mean, to ``tol``, and the seconds it
+    took (solved once per network and tolerance)."""
+    start = time.perf_counter()
+    found = distribution(_model(network), np.array(GRID) * far_mean(network), tol)
+    return found, time.perf_counter() - start
+
+
+class KeyWeightedLaw(Law):
+    """The law of :class:`~gemhsa_sym.layer.network.Network` ``network`` read after layer 2 or later (module docstring),
+    at the tolerance ``tol`` of m(w)."""
+
+    def __init__(self, network: Network, tol: float = TOL) -> None:
+        self.source, self.tol = network, tol
+        self.equivalent: NetworkEquivalent = equivalent_of(network)
+        if not self.equivalent.key_weights:
+            raise ValueError("network: this network's equivalent has no key weights; its law is a spectral law")
+        self.model = _model(network)
+        ratio = next(value for dim, value in self.equivalent.ratios.items() if str(dim) == "d")
+        self._atom = max(sp.Integer(0), 1 - 1 / ratio)  # rank: out^T P out / n has at most n - 1 non-zero eigenvalues
+        self.seconds = 0.0
+
+    def __repr__(self) -> str:
+        return f"KeyWeightedLaw({self.source.summary()})"
+
+    # ---- what is solved once ---------------------------------------------------------------
+    @property
+    def mean(self) -> float:
+        """mu_1 from m(w) far out (:func:`far_mean`), which scales the grid; :meth:`moments` gives it by a contour integral."""
+        return far_mean(self.source)
+
+    @property
+    def table(self) -> Distribution:
+        """The distribution function on :data:`GRID` times the mean (:func:`key_weighted_table`)."""
+        found, self.seconds = key_weighted_table(self.source, self.tol)
+        return found
+
+    # ---- the protocol ----------------------------------------------------------------------
+    def methods(self) -> dict[str, str]:
+        equation = ("the positional Dyson equation of a polynomial with a diagonal of lognormal key weights (docs/equations.md "
+                    "§2.12), on Gauss-Hermite rules of 8, 16, 32, 64 nodes until m changes by at most tol (1 + |m|)")
+        return {
+            "cdf": "the distribution function on a log-spaced grid: the mass below its first point by a contour integral of "
+                   "m(w), then the density integrated in log x (docs/solving.md §3.11); linear between points",
+            "ccdf": "1 - cdf", "quantile": "bisection on cdf inside the grid", "density": f"-Im m(x + i0) / pi of {equation}",
+            "stieltjes": equation, "moments": f"contour integrals of m(w) w^k on a circle around the grid's mass ({equation})",
+            "atoms": "the rank of out^T P out / n: a mass 1 - n/d at 0 where d > n", "support": "(0, inf)",
+            "achieved_error": "the level-to-level change of F, integrated (docs/solving.md §3.11)",
+        }
+
+    def reasons(self) -> dict[str, str]:
+        return {"edges": NO_EDGES, "tail_exponent": NO_EDGES,
+                "record": "a record holds a law's exact moments and P(m, w); this law has neither (its report is derive's)",
+                "to_latex": "the document of a law is written from its record, which this law has not",
+                "sample": "the law has no finite realisation of its own; gemhsa_sym.sample draws the network"}
+
+    def atoms(self) -> list[Atom]:
+        return [Atom(0.0, float(self._atom), 0.0, sp.Rational(self._atom), "exact")] if self._atom > 0 else []
+
+    def support(self) -> list[tuple[float, float]]:
+        return [(0.0, math.inf)]
+
+    def achieved_error(self) -> float:
+        return float(self.table.error)
+
+    def quantile_bracket(self) -> tuple[float, float, bool]:
+        return float(self.table.x[0]), float(self.table.x[-1]), False
+
+    def cdf(self, x: Any) -> Any:
+        """F(x) from the table, linear between its points; 0 for x < 0; refused elsewhere outside the grid."""
+        law, xa = self.table, check_points(x)
+        outside = (xa > 0) & ((xa < law.x[0]) | (xa > law.x[-1]))
+        if np.any(outside):
+            raise ValueError(f"x: this law's distribution function is known on [{law.x[0]:g}, {law.x[-1]:g}] "
+                             f"(F = {law.cdf[0]:.4g} .. {law.cdf[-1]:.4g}); {xa[outside].flat[0]:g} lies outside")
+        out = np.where(xa < 0, 0.0, np.where(xa == 0, float(self._atom), np.interp(xa, law.x, law.cdf)))
+        return out if out.ndim else float(out)
+
+    def density(self, x: Any) -> Any:
+        """The density at positive points, solved to the law's tolerance (0 at x <= 0)."""
+        xa = check_points(x)
+        out = np.zeros(xa.shape)
+        positive = xa > 0
+        if np.any(positive):
+            out[positive] = -density(self.model, xa[positive], self.tol).m.imag / np.pi
+        return out if out.ndim else float(out)
+
+    def stieltjes(self, w: Any) -> Any:
+        """m(w) = E 1 / (w - lambda) in the upper half plane, solved to the law's tolerance."""
+        points = np.asarray(w, dtype=complex)
+        if np.any(points.imag <= 0):
+            raise ValueError("w: this law's m(w) is solved in the upper half plane (Im w > 0)")
+        out = stieltjes(self.model, points.ravel(), self.tol).m.reshape(points.shape)
+        return out if out.ndim else complex(out)
+
+    def moments(self, k: int) -> list[float]:
+        """mu_1 .. mu_k (k <= :data:`MOMENTS`): (1 / 2 pi i) of the contour integral of m(w) w^j on the circle of radius
+        twice the grid's end, where F is 1 to within the achieved error (m is real on the real axis there, so the lower
+        half circle is the conjugate of the upper one)."""
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MOMENTS:
+            raise ValueError(f"k: this law gives moments 1 to {MOMENTS}, got {k!r}")
+        radius = 2 * float(self.table.x[-1])
+        angles = (np.arange(CONTOUR_POINTS) + 0.5) * np.pi / CONTOUR_POINTS
+        w = radius * np.exp(1j * angles)
+        m = stieltjes(self.model, w, self.tol).m
+        w, m = np.r_[w, w.conj()], np.r_[m, m.conj()]
+        return [float(np.mean(m * w ** (j + 1)).real) for j in range(1, k + 1)]
+
+    def tail_exponent(self) -> float:
+        raise NoAnswer("tail_exponent", NO_EDGES)
+
+    # ---- reports ---------------------------------------------------------------------------
+    def report(self, grid: np.ndarray | None = None) -> dict[str, Any]:
+        """What ``derive`` prints: the network, the model and its constants, the mean and second moment, quantiles, the
+        achieved error, what the later layers leave out; the density on ``grid`` when given."""
+        law = self.table
+        quantiles = (0.1, 0.5, 0.9, 0.99)
+        report: dict[str, Any] = {
+            "network": self.source.to_dict(), "statement": self.source.statement,
+            "model": f"Y = {self.equivalent.polynomial}",
+            "values": {str(k): str(v) for k, v in self.equivalent.values.items()},
+            "constants": {name: str(value) for name, value in self.equivalent.constants.items()},
+            "key_weights": [f"{D.name} = diag(exp(tau g - tau^2/2)), g standard Gaussian: {D.entry}"
+                            for D in self.equivalent.key_weights],
+            "notes": list(self.equivalent.notes),
+            "equation": self.methods()["stieltjes"], "nodes": law.nodes, "level": law.level, "error": law.error,
+            "moments": self.moments(2), "quantiles": {"q": list(quantiles), "x": law.covered_quantiles(quantiles)},
+            "atoms": [{"location": a.location, "mass": a.mass} for a in self.atoms()],
+            "edges": NO_EDGES, "polynomial_reason": NO_POLYNOMIAL,
+            "cdf": {"x": law.x.tolist(), "F": law.cdf.tolist(), "density": law.density.tolist()},
+        }
+        if grid is not None:
+            values = density(self.model, grid, self.tol)
+            report["density"] = {"x": list(map(float, grid)), "density": (-values.m.imag / np.pi).tolist(),
+                                 "error": values.error.tolist()}
+        return report
+
+    def tabulate(self, moments: int = 4, cdf: bool = True) -> TabulatedLaw:
+        """The law's own table (:class:`~.tabulated.TabulatedLaw`), which holds it between its grid's ends; its table is
+        F less the atom."""
+        law = self.table
+        methods, refused = table_queries(self.methods(), self.reasons(), False)
+        found = self.moments(min(moments, MOMENTS))
+        atoms = [{"location": a.location, "mass": a.mass, "exact": str(a.exact)} for a in self.atoms()]
+        return TabulatedLaw(self.source.to_dict(), law.x, law.cdf - float(self._atom), atoms, float(law.error), methods,
+                            refused, False, None, [{"exact": None, "float": v} for v in found], None, None, law.density,
+                            self.seconds, {"level": law.level, "nodes": law.nodes, "tol": self.tol})
