@@ -43,8 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "norm_position, d_ff, activation, alpha_mlp, attention; docs/extensions.md §8.7) with\n"
             "--layers B layers at every --n, and report after each layer the law of out^T P out / n:\n"
             "its mean (the tokens' spread), top eigenvalue and quantiles, and the size per entry of\n"
-            "the tokens' common vector and of the centred part. The first block's law (where the\n"
-            "engine has it) is printed beside layer 1. Over the token counts, the mean after each\n"
+            "the tokens' common vector and of the centred part. The law after each layer (where the\n"
+            "engine has it: the first block's; layer 2's, whose keys the common vector weights; and\n"
+            "later pre-norm layers, which add nothing centred, with layer 2's) is printed above the\n"
+            "table, with the reason where there is none. Over the token counts, the mean after each\n"
             f"layer is fitted against n: a layer whose mean falls faster than n^{COLLAPSE_RATE:g} has\n"
             f"collapsed; one that changes the mean by less than {FROZEN_CHANGE:.0%} at every n is frozen.\n"
             "With two n the exponent is exact for any power law, so no error is given; give three.\n"
@@ -94,9 +96,10 @@ def _table(result: DepthResult, label: str, first: int) -> str:
     """The figures per layer and n, the verdicts and the summary."""
     lines = [f"network  {label}: {result.network.summary()}", f"spectrum eigenvalues of out^T P out / n after each layer, P = I - 11^T/n; "
              f"{result.draws} draw(s) per n, seed {result.seed}"]
-    theory = result.theory
-    lines.append("theory   after layer 1: " + (f"mean {theory['mean']:.6g}, top edge {theory['top']:.6g} (the first block's law)"
-                                                if theory["mean"] is not None else f"no law ({theory['reason']})"))
+    for theory in result.theory[first - 1:]:
+        lines.append(f"theory   after layer {theory['layer']}: " + (
+            f"no law ({theory['reason']})" if theory["mean"] is None else f"mean {theory['mean']:.6g}, "
+            + ("no upper edge (lognormal key weights)" if theory["top"] is None else f"top edge {theory['top']:.6g}")))
     quantiles = "/".join(f"q{q:g}" for q in QUANTILES)
     lines.append(f"{'layer':>5} {'n':>6} {'mean':>11} {'top':>11} {quantiles:>26} {'common':>9} {'centred':>9}")
     for layer in range(first - 1, result.network.layers):

@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 import sympy as sp
+from sympy.matrices.expressions import MatrixExpr
 
+from gemhsa_sym.free.expressions.matrices import Dim
 from gemhsa_sym.free.numeric.results import Atom
 from gemhsa_sym.free.positions.profiled_law import Distribution, ProfiledModel, density, distribution, stieltjes
 from gemhsa_sym.laws.protocol import Law, NoAnswer, check_points
@@ -42,31 +44,45 @@ NO_POLYNOMIAL = ("the equation is function-valued in the key weights' positions;
                  "eliminated")
 
 
-def _model(network: Network) -> ProfiledModel:
-    """The positional model of the equivalent of ``network``, its coefficients as 30-digit numbers."""
+def _model(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], ...]) -> ProfiledModel:
+    """The positional model of a key-weighted equivalent (its coefficients numbers), over the tokens n."""
+    dims = {str(dim): dim for dim, _ in ratios}
+    return ProfiledModel(polynomial, dict(ratios), dims["n"], {})
+
+
+def _numeric(network: Network) -> tuple[MatrixExpr, tuple[tuple[Dim, sp.Expr], ...]]:
+    """The equivalent of ``network`` with its coefficients as 30-digit numbers, and its ratios: the key of what is solved
+    once (networks whose equivalents agree, as a frozen layer and layer 2, share it)."""
     equivalent = equivalent_of(network)
     values = {symbol: sp.N(value, 30) for symbol, value in equivalent.values.items()}
-    dims = {str(dim): dim for dim in equivalent.ratios}
-    return ProfiledModel(equivalent.polynomial.xreplace(values), equivalent.ratios, dims["n"], {})
+    return equivalent.polynomial.xreplace(values), tuple(sorted(equivalent.ratios.items(), key=lambda item: str(item[0])))
 
 
-@functools.lru_cache(maxsize=8)
 def far_mean(network: Network) -> float:
     """mu_1 from m(w) far out: Re((m w - 1) w) at w = i y is mu_1 - mu_3 / y^2 + O(y^-4), extrapolated over y and 2y,
     y = 1e4 times the mean after layer 1."""
-    y = 1e4 * float(equivalent_of(network).constants["m_1"])
+    return _far_mean(*_numeric(network), float(equivalent_of(network).constants["m_1"]))
+
+
+@functools.lru_cache(maxsize=8)
+def _far_mean(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], ...], scale: float) -> float:
+    y = 1e4 * scale
     w = np.array([1j * y, 2j * y])
-    m = stieltjes(_model(network), w, 1e-12).m
+    m = stieltjes(_model(polynomial, ratios), w, 1e-12).m
     first = ((m * w - 1) * w).real
     return float((4 * first[1] - first[0]) / 3)
 
 
-@functools.lru_cache(maxsize=8)
 def key_weighted_table(network: Network, tol: float = TOL) -> tuple[Distribution, float]:
     """The distribution function of the law of ``network`` on :data:`GRID` times its mean, to ``tol``, and the seconds it
-    took (solved once per network and tolerance)."""
+    took (solved once per equivalent and tolerance)."""
+    return _table(*_numeric(network), far_mean(network), tol)
+
+
+@functools.lru_cache(maxsize=8)
+def _table(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], ...], mean: float, tol: float) -> tuple[Distribution, float]:
     start = time.perf_counter()
-    found = distribution(_model(network), np.array(GRID) * far_mean(network), tol)
+    found = distribution(_model(polynomial, ratios), np.array(GRID) * mean, tol)
     return found, time.perf_counter() - start
 
 
@@ -79,7 +95,7 @@ class KeyWeightedLaw(Law):
         self.equivalent: NetworkEquivalent = equivalent_of(network)
         if not self.equivalent.key_weights:
             raise ValueError("network: this network's equivalent has no key weights; its law is a spectral law")
-        self.model = _model(network)
+        self.model = _model(*_numeric(network))
         ratio = next(value for dim, value in self.equivalent.ratios.items() if str(dim) == "d")
         self._atom = max(sp.Integer(0), 1 - 1 / ratio)  # rank: out^T P out / n has at most n - 1 non-zero eigenvalues
         self.seconds = 0.0

@@ -196,7 +196,9 @@ def _refusal(network: Network) -> str | None:
     if layer.tokens != "gaussian" or layer.token_covariance is not None:
         return "tokens: the equivalent after layer 2 is built for Gaussian tokens"
     if not _key_weighted(network):
-        return None
+        return ("layers: with centred attention the law is derived up to layer 2: each layer makes the polynomial four "
+                "times longer, and the exact mean that the next layer needs ran past ten minutes at layer 3"
+                if network.read_layer > 2 else None)
     if layer.score != "softmax" or layer.normalisation != "row":
         return ("score: from layer 2 on the common vector's column term becomes a key weight e^{b_j} for softmax scores "
                 "normalised by rows only")

@@ -1,5 +1,5 @@
-"""The law of a network against depth (docs/extensions.md §8.7): Monte Carlo after every layer, the first block's law
-beside it, and whether the network collapses, freezes or keeps spreading.
+"""The law of a network against depth (docs/extensions.md §8.7): Monte Carlo after every layer, the law beside every
+layer where the engine has it, and whether the network collapses, freezes or keeps spreading.
 
 One draw of the real network gives every layer's spectrum of out^T P out / n and the sizes per entry of the tokens'
 common vector (their average) and of the centred part. Over the token counts, the mean of the law after each layer is
@@ -52,8 +52,8 @@ def _depth_draw(network: Network, n: int, seed: np.random.SeedSequence) -> tuple
 @dataclass(frozen=True, eq=False)
 class DepthResult:
     """Figures per token count (``figures[n]``: draws x layers x :data:`FIGURES`; ``quantiles[n]``: layers x
-    :data:`QUANTILES`, pooled over draws), the first block's law (its mean and top edge, or why there is none) and the
-    verdict per layer (module docstring)."""
+    :data:`QUANTILES`, pooled over draws), the law after each layer (``theory[l - 1]``: its mean and top edge, or why
+    there is none) and the verdict per layer (module docstring)."""
 
     network: Network
     n: list[int]
@@ -61,7 +61,7 @@ class DepthResult:
     seed: int
     figures: dict[int, np.ndarray]
     quantiles: dict[int, np.ndarray]
-    theory: dict[str, Any]
+    theory: list[dict[str, Any]]
 
     def mean(self, n: int) -> np.ndarray:
         """The law's mean after every layer at ``n``, averaged over the draws."""
@@ -110,14 +110,20 @@ class DepthResult:
                 "summary": self.summary()}
 
 
-def _first_block_theory(network: Network) -> dict[str, Any]:
-    """The mean and top edge of the law after the first block, or why there is none (docs/extensions.md §8.7)."""
-    try:
-        law = law_of(network.replace(layers=1))
-    except NotImplementedError as exc:
-        return {"mean": None, "top": None, "reason": str(exc)}
-    with stage("the first block's law (its mean and top edge)"):
-        return {"mean": float(law.moments(1)[0]), "top": float(law.edges()[-1].location), "reason": None}
+def _theory(network: Network) -> list[dict[str, Any]]:
+    """Per layer, the mean and top edge of the law after it (None where the law has no edge), or why there is none
+    (docs/extensions.md §8.7)."""
+    out: list[dict[str, Any]] = []
+    for layer in range(1, network.layers + 1):
+        try:
+            law = law_of(network.replace(layers=layer))
+        except NotImplementedError as exc:
+            out.append({"layer": layer, "mean": None, "top": None, "reason": str(exc)})
+            continue
+        with stage(f"the law after layer {layer} (its mean{' and top edge' if law.answers('edges') else ''})"):
+            out.append({"layer": layer, "mean": float(law.moments(1)[0]),
+                        "top": float(law.edges()[-1].location) if law.answers("edges") else None, "reason": None})
+    return out
 
 
 def depth(network: Network, n: list[int], draws: int = 1, seed: int = 0, executor: Executor | None = None,
@@ -143,4 +149,4 @@ def depth(network: Network, n: list[int], draws: int = 1, seed: int = 0, executo
         figures[value] = np.stack([f for _, f in chunk])
         pooled = np.concatenate([s for s, _ in chunk], axis=1)
         quantiles[value] = np.quantile(pooled, QUANTILES, axis=1).T
-    return DepthResult(network, sizes, draws, seed, figures, quantiles, _first_block_theory(network))
+    return DepthResult(network, sizes, draws, seed, figures, quantiles, _theory(network))

@@ -282,10 +282,12 @@ def plot_depth(result: DepthResult, path: str | Path) -> None:
             spread.plot(layers, result.quantiles[n][:, j], ":", color=colour, lw=1, label=f"q{level:g}" if k == 0 else None)
         parts.plot(layers, figures[:, 2], "s-", color=colour, label=f"common, n = {n}")
         parts.plot(layers, figures[:, 3], "^--", color=colour, label=f"centred, n = {n}")
-    theory = result.theory
-    if theory["mean"] is not None:
-        mean.plot([1], [theory["mean"]], "k*", ms=12, label="law of block 1")
-        spread.plot([1], [theory["top"]], "k*", ms=12, label="top edge of block 1")
+    known = [t for t in result.theory if t["mean"] is not None]
+    if known:
+        mean.plot([t["layer"] for t in known], [t["mean"] for t in known], "k*", ms=12, label="the law")
+    edged = [t for t in known if t["top"] is not None]
+    if edged:
+        spread.plot([t["layer"] for t in edged], [t["top"] for t in edged], "k*", ms=12, label="the law's top edge")
     from matplotlib.ticker import FuncFormatter
 
     for axis, label in ((mean, "mean of the law (token spread)"), (spread, "top eigenvalue and quantiles"),
