@@ -127,10 +127,10 @@ def _theory(network: Network) -> list[dict[str, Any]]:
 
 
 def depth(network: Network, n: list[int], draws: int = 1, seed: int = 0, executor: Executor | None = None,
-          progress: bool = False) -> DepthResult:
+          progress: bool = False, laws: bool = True) -> DepthResult:
     """Every layer of ``network`` at every token count in ``n``: ``draws`` draws each (draw i of n from child i of
     ``SeedSequence([seed, n])``), as tasks on ``executor`` (the memory of the draws that run at once checked first), and
-    the first block's law (module docstring)."""
+    with ``laws`` the law after each layer (module docstring; without, every layer's reason says it was not asked)."""
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise ValueError(f"draws: need an integer >= 1, got {draws!r}")
     sizes = sorted(set(n))
@@ -149,4 +149,6 @@ def depth(network: Network, n: list[int], draws: int = 1, seed: int = 0, executo
         figures[value] = np.stack([f for _, f in chunk])
         pooled = np.concatenate([s for s, _ in chunk], axis=1)
         quantiles[value] = np.quantile(pooled, QUANTILES, axis=1).T
-    return DepthResult(network, sizes, draws, seed, figures, quantiles, _theory(network))
+    theory = _theory(network) if laws else [{"layer": layer, "mean": None, "top": None, "reason": "not asked"}
+                                            for layer in range(1, network.layers + 1)]
+    return DepthResult(network, sizes, draws, seed, figures, quantiles, theory)
