@@ -196,6 +196,31 @@ def test_claims_causal_section_verdicts_are_computed(theory) -> None:
         assert f"the floor + 0.002; KS(theory, softmax) {verdict}" in text and "the law's own error of F is 0.0001." in text
 
 
+def test_claims_depth_section_verdicts_are_computed(theory) -> None:
+    """The depth section's verdicts follow its figures: the Marchenko-Pastur stand-in's own samples are within the floor
+    and hold, a law of another ratio against the same samples is beyond the floor and fails."""
+    from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+    from gemhsa_sym.laws.spectral import spectral_law
+    from gemhsa_sym.verification.claims import DEPTH
+    from gemhsa_sym.verification.compare import VerifyResult
+
+    n, D = Dim("n"), Dim("D")
+    other = spectral_law(Gaussian("X", n, D), {n: 1, D: 4}).tabulate()
+    law = mp_law()
+    labels = list(DEPTH)[:2]
+    depth = {}
+    for label, table in zip(labels, (theory, other)):
+        rows = [compare(table, {k: law.sample(size, seed=s, draws=2) for s, k in enumerate(("softmax", "ge", "floor"))}, size)
+                for size in (200, 800)]
+        depth[label] = VerifyResult(CONFIG, 0, table, rows, 0.0)
+    text = render_markdown(ClaimsResult([200, 800], 2, 0, {}, {}, {}, {}, depth), "gemhsa-sym claims")
+    assert "## Depth: transformer blocks at initialisation" in text
+    good, bad = (next(line for line in text.splitlines() if line.startswith(f"Verdict ({label})")) for label in labels)
+    assert "**within** the floor + 0.002; the law **holds**" in good and "KS(real, GE) ~ n^" in good
+    assert "**beyond** the floor + 0.002; the law **fails**" in bad
+    assert f"| {labels[0]} | 800 |" in text and "1 / " in text.split(f"| {labels[0]} | 800 |")[1].splitlines()[0]
+
+
 @pytest.mark.slow
 def test_verify_single_head_real_law(capsys) -> None:
     assert main(["verify", "single-head", "--n", "400", "--draws", "2", "--json", "--quiet"]) == 0

@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "K/V sharing, Q sharing, K-V dependence, key-dependent W_O and head allocation, each with a computed "
             "verdict; the attention matrix against the iid edge; and, with every preset, causal attention (the causal "
             "softmax layer against its conjectured Gaussian equivalent, and the laws of the softmax and square scores "
-            "against their samples; the softmax law takes minutes). heads-infinite is drawn at 40 heads, so every n must be divisible by 40 and by 8. Slow: one law "
+            "against their samples; the softmax law takes minutes), and depth (networks read after layer 1, 2 and 4 against the "
+            "real network). heads-infinite is drawn at 40 heads, so every n must be divisible by 40 and by 8. Slow: one law "
             "per preset."
         ),
     )
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
         result = claims(args.n, draws=args.draws, seed=args.seed, executor=executor,
                         progress=show_progress(args.quiet), cache=args.cache, presets=args.presets,
-                        backend=args.backend, device=args.device, causal=args.presets == BIDIRECTIONAL_PRESETS)
+                        backend=args.backend, device=args.device, causal=args.presets == BIDIRECTIONAL_PRESETS,
+                        depth=args.presets == BIDIRECTIONAL_PRESETS)
     command = f"gemhsa-sym claims --n {','.join(map(str, result.n))} --draws {result.draws} --seed {result.seed}"
     if args.presets != BIDIRECTIONAL_PRESETS:
         command += f" --presets {','.join(args.presets)}"

@@ -273,14 +273,15 @@ def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivale
                 notes.append(f"layers 3..{network.read_layer} add nothing centred in the limit (their branches see the "
                              "common vector): the law is layer 2's (frozen)")
             break
-        m = _mean(stream, ratios, values)
         if network.d_ff is not None:  # an odd activation at bias 0: the common vector stays 0
+            m = _mean(stream, ratios, values)
             d = next(dim for dim in ratios if dim.name == "d")
             scale = sp.Integer(1) if network.norm == "none" else sp.sqrt(m)
             linear, noise, _ = _mlp(network, d, stream.rows, ratios, m / scale**2, sp.Integer(0), str(index))
             stream = stream * (sp.Identity(d) + network.alpha_mlp / scale * linear)
             if noise is not None:
                 stream = stream + network.alpha_mlp * noise
+        if index < network.read_layer:  # the next layer's scale
             m = _mean(stream, ratios, values)
     return NetworkEquivalent(stream, ratios, values, constants, mlp, tuple(notes))
 

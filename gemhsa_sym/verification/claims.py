@@ -20,6 +20,9 @@ are computed, never written in:
   two-point equation, the square score by its variance profile), KS(theory, GE) within the floor +
   0.002 at the largest n or beyond it, and KS(theory, softmax) against n by the same rule as
   KS(softmax, GE), beside the law's own error of F.
+- Depth (docs/extensions.md §8.7): for networks read after layer 1, 2 and 4, KS(theory, GE) within the floor + 0.002 at
+  the largest n, and KS(theory, real network) "shrinks" by the causal rule or sits within twice the floor there; the
+  fitted exponents of KS(theory, real) and KS(real, GE) with their errors.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import sympy as sp
 
 from gemhsa_sym.laws.tabulated import PROBES, TabulatedLaw
 from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.network import description_from_dict
 from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS, PRESETS
 from gemhsa_sym.parse import parse_number
 from gemhsa_sym.sampling.executors import Task, local_workers, run_tasks
@@ -65,6 +69,15 @@ PROBE_TOL = 1e-10
 #: (mu_1 = 0, one head), whose law is its noise's variance profile.
 CAUSAL: dict[str, Config] = {"softmax": PRESETS["causal-single-head"], "softmax, 4 heads": PRESETS["causal-mha"],
                              "square": Config(mask="causal", score="square")}
+#: The networks of the depth section (one head, unit ratios, beta = 1, pre-LayerNorm), by the layer read: the first block
+#: with a ReLU MLP, layer 2 of two attention-only layers, layer 4 of blocks with a ReLU MLP (frozen: layer 2's law), and
+#: layer 2 of centred attention.
+DEPTH: dict[str, dict[str, Any]] = {
+    "layer 1, ReLU MLP d_ff = n, alpha = 1": {"residual": 1, "norm": "layer", "d_ff": 1},
+    "layer 2, attention only, alpha = 1/2": {"residual": "1/2", "norm": "layer", "layers": 2},
+    "layer 4 (frozen), ReLU MLP d_ff = n, alpha = 1": {"residual": 1, "norm": "layer", "d_ff": 1, "layers": 4},
+    "layer 2, centred attention, alpha = 1": {"residual": 1, "norm": "layer", "layers": 2, "attention": "centred"},
+}
 #: A fitted exponent of n above this: the gap has stopped shrinking (slower than n^{-1/4}).
 STALLED_EXPONENT = -0.25
 #: KS(theory, GE) within the floor plus this counts as agreement at the largest n.
@@ -106,13 +119,16 @@ class ClaimsResult:
     attention: dict[str, TabulatedLaw] = field(default_factory=dict)
     #: The causal layers of :data:`CAUSAL` against n (when the section ran).
     causal: dict[str, VerifyResult] = field(default_factory=dict)
+    #: The networks of :data:`DEPTH` against n (when the section ran).
+    depth: dict[str, VerifyResult] = field(default_factory=dict)
 
 
 def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, progress: bool = False,
            cache: str | None = None, presets: tuple[str, ...] = BIDIRECTIONAL_PRESETS, backend: str = "numpy",
-           device: str = "cpu", causal: bool = True) -> ClaimsResult:
+           device: str = "cpu", causal: bool = True, depth: bool = True) -> ClaimsResult:
     """Derive every preset and draw it at every n (module docstring) with ``backend`` on ``device``
-    (docs/verification.md §4.8); with ``causal``, the causal layers of :data:`CAUSAL` too (numpy)."""
+    (docs/verification.md §4.8); with ``causal``, the causal layers of :data:`CAUSAL` too (numpy), and with ``depth`` the
+    networks of :data:`DEPTH`."""
     causal_presets = [name for name in presets if name not in BIDIRECTIONAL_PRESETS]
     if causal_presets:
         raise ValueError(f"presets: {causal_presets[0]} is a causal layer, compared in the causal section, not among the presets")
@@ -150,7 +166,9 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
             comparisons.setdefault(name, []).append(compare(theories[name], samples, value))
     decoder = {score: verify(config, sizes, draws, seed, executor, progress, cache=cache) for score, config in CAUSAL.items()
                } if causal else {}
-    return ClaimsResult(sizes, draws, seed, theories, comparisons, attention, decoder)
+    deep = {label: verify(description_from_dict(spec), sizes, draws, seed, executor, progress, cache=cache)
+            for label, spec in DEPTH.items()} if depth else {}
+    return ClaimsResult(sizes, draws, seed, theories, comparisons, attention, decoder, deep)
 
 
 def _attention_section(result: ClaimsResult) -> list[str]:
@@ -232,6 +250,42 @@ def _causal_section(result: ClaimsResult) -> list[str]:
             line += (f"; KS(theory, softmax) **{'shrinks' if shrinks else 'does not shrink'}**, fitted as n^{a:.2f} over "
                      f"n = {first.n} .. {last.n}")
         lines.append(line + f"; the law's own error of F is {v.theory.error:.4f}.")
+    return lines
+
+
+def _depth_section(result: ClaimsResult) -> list[str]:
+    """Depth: each network's law against the real network and its equivalent's draws (docs/extensions.md §8.7)."""
+    if not result.depth:
+        return []
+    lines = ["", "## Depth: transformer blocks at initialisation", "",
+             "One head, d = d_k = d_v = n, beta = 1, pre-LayerNorm, every layer with its own weights; the law after the layer",
+             "named: the first block's, layer 2's (lognormal key weights from the common vector), and after layer 2 layer 2's",
+             "again (later branches add nothing centred). real = the real network, GE = the law's equivalent drawn.", "",
+             "| network | n | KS(theory, real) | KS(theory, GE) | KS(real, GE) | floor | mean theory / real |",
+             "|---|---|---|---|---|---|---|"]
+    for label, v in result.depth.items():
+        mean = v.theory.moment_data[0]["float"]
+        for c in v.comparisons:
+            lines.append(f"| {label} | {c.n} | {c.ks['theory_softmax']:.4f} | {c.ks['theory_ge']:.4f} | "
+                         f"{c.softmax_ge['ks']:.4f} | {c.floor['ks']:.4f} | {mean:.6g} / {c.moments['softmax'][0]['samples']:.6g} |")
+    lines.append("")
+    for label, v in result.depth.items():
+        first, last, fits = v.comparisons[0], v.comparisons[-1], v.scaling() or {}
+
+        def fitted(key: str) -> str:
+            error = fits.get(f"{key}_exponent_error")
+            return f"n^{fits[f'{key}_exponent']:.2f}" + ("" if error is None else f" ± {error:.2f}")
+
+        within = last.ks["theory_ge"] <= last.floor["ks"] + FLOOR_MARGIN
+        shrinks = ("ks_theory_softmax_exponent" in fits and fits["ks_theory_softmax_exponent"] <= STALLED_EXPONENT
+                   and last.ks["theory_softmax"] < first.ks["theory_softmax"])
+        holds = shrinks or last.ks["theory_softmax"] <= 2 * last.floor["ks"]
+        lines.append(f"Verdict ({label}): KS(theory, GE) at n = {last.n} is {last.ks['theory_ge']:.4f} against the floor "
+                     f"{last.floor['ks']:.4f}: **{'within' if within else 'beyond'}** the floor + {FLOOR_MARGIN:g}; the law "
+                     f"**{'holds' if holds else 'fails'}** for the real network"
+                     + (f" (KS(theory, real) ~ {fitted('ks_theory_softmax')}, KS(real, GE) ~ {fitted('ks_softmax_ge')} over "
+                        f"n = {first.n} .. {last.n})" if len(v.comparisons) > 1 else "")
+                     + f"; the law's own error of F is {v.theory.error:.1e}.")
     return lines
 
 
@@ -325,6 +379,7 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
                          f"{t.top_edge:.6g} | {m['samples']:.6g} ± {se} | {top_sample:.6g} |")
     lines += _attention_section(result)
     lines += _causal_section(result)
+    lines += _depth_section(result)
     lines += ["", "## Outliers of the softmax samples", "",
               "Eigenvalues beyond the support widened by 5 %, per n (count over all draws; largest value).", "",
               "| preset | " + " | ".join(f"n={v}" for v in result.n) + " |",
