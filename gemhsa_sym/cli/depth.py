@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if network.read is not None:
         network = network.replace(target="output")
     with open_executor(args.jobs, args.scheduler, args.scheduler_timeout) as executor:
-        result = depth(network, args.n, args.draws, args.seed, executor, show_progress(args.quiet))
+        result = depth(network, args.n, args.draws, args.seed, executor, show_progress(args.quiet), laws=first)
     if args.plot:
         from gemhsa_sym.verification.plots import plot_depth
 

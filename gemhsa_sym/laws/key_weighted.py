@@ -86,6 +86,17 @@ def _table(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], ...], mean
     return found, time.perf_counter() - start
 
 
+@functools.lru_cache(maxsize=8)
+def _contour_moments(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], ...], radius: float,
+                     tol: float) -> tuple[float, ...]:
+    """mu_1 .. mu_MOMENTS by the contour integral of :meth:`KeyWeightedLaw.moments` (solved once per equivalent)."""
+    angles = (np.arange(CONTOUR_POINTS) + 0.5) * np.pi / CONTOUR_POINTS
+    w = radius * np.exp(1j * angles)
+    m = stieltjes(_model(polynomial, ratios), w, tol).m
+    w, m = np.r_[w, w.conj()], np.r_[m, m.conj()]
+    return tuple(float(np.mean(m * w ** (j + 1)).real) for j in range(1, MOMENTS + 1))
+
+
 class KeyWeightedLaw(Law):
     """The law of :class:`~gemhsa_sym.layer.network.Network` ``network`` read after layer 2 or later (module docstring),
     at the tolerance ``tol`` of m(w)."""
@@ -176,15 +187,10 @@ class KeyWeightedLaw(Law):
     def moments(self, k: int) -> list[float]:
         """mu_1 .. mu_k (k <= :data:`MOMENTS`): (1 / 2 pi i) of the contour integral of m(w) w^j on the circle of radius
         twice the grid's end, where F is 1 to within the achieved error (m is real on the real axis there, so the lower
-        half circle is the conjugate of the upper one)."""
+        half circle is the conjugate of the upper one; :func:`_contour_moments`)."""
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MOMENTS:
             raise ValueError(f"k: this law gives moments 1 to {MOMENTS}, got {k!r}")
-        radius = 2 * float(self.table.x[-1])
-        angles = (np.arange(CONTOUR_POINTS) + 0.5) * np.pi / CONTOUR_POINTS
-        w = radius * np.exp(1j * angles)
-        m = stieltjes(self.model, w, self.tol).m
-        w, m = np.r_[w, w.conj()], np.r_[m, m.conj()]
-        return [float(np.mean(m * w ** (j + 1)).real) for j in range(1, k + 1)]
+        return list(_contour_moments(*_numeric(self.source), 2 * float(self.table.x[-1]), self.tol)[:k])
 
     def tail_exponent(self) -> float:
         raise NoAnswer("tail_exponent", NO_EDGES)

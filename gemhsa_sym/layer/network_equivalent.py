@@ -29,7 +29,9 @@ S_2 = S + alpha sum_h (mu_1 / sqrt(r_k) Q^h K^hT D + sigma Z^h D) (S / s) W_V^h 
 After it the common vector has size sqrt(n) per entry (the uniform part averages values that carry c / s), so a
 pre-norm branch after it sees that vector and a centred part of relative size n^-1/2: layer 2's MLP and every later
 layer add nothing centred in the limit, and the law after layer L >= 2 is layer 2's. Centred attention adds no common
-vector: where kappa_1 = 0 (no MLP, or an odd activation) D = I and the recursion goes on layer by layer. A causal mask
+vector: where kappa_1 = 0 (no MLP, or an odd activation) D = I, and layer 2's MLP is that of the first block with its
+input's exact mean (the next layer would need the exact mean of a polynomial four times longer, which ran past ten
+minutes, so layer 3 is refused). A causal mask
 (its rows do not concentrate), values or outputs built from the keys, post-norms after layer 1 (the sqrt(n) common
 vector fills the norm), and the cases the recursion does not reach are refused with the reason.
 """
@@ -230,7 +232,8 @@ def _later_symbols(index: str) -> tuple[sp.Symbol, ...]:
 def _attention_layer(network: Network, S: MatrixExpr, m: sp.Expr, kappa: sp.Expr, ratios: dict[Dim, sp.Expr],
                      values: dict[sp.Symbol, sp.Expr], constants: dict[str, sp.Expr], index: str) -> MatrixExpr:
     """S + alpha sum_h (mu_1 / sqrt(r_k) Q^h K^hT D + sigma Z^h D) (S / s) W_V^h W_O^h of the module docstring for the
-    stream S (mean m, common vector kappa per entry), with layer ``index``'s own weights; D = I where kappa = 0."""
+    stream S (mean m, common vector kappa per entry), with layer ``index``'s own weights (its symbols and constants are
+    added to ``values`` and ``constants``); D = I where kappa = 0."""
     layer = network.layer
     dims = {str(k): k for k in ratios}
     n, d, d_k = dims["n"], dims["d"], dims["d_k"]
@@ -257,32 +260,29 @@ def _attention_layer(network: Network, S: MatrixExpr, m: sp.Expr, kappa: sp.Expr
 
 
 def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivalent:
-    """The equivalent after layer ``read_layer`` >= 2 (module docstring), from the first block's."""
+    """The equivalent after layer ``read_layer`` >= 2 (module docstring), from the first block's: layer 2, and where the
+    keys are weighted every later layer adds nothing centred."""
     ratios, values, constants = dict(first.ratios), dict(first.values), dict(first.constants)
     stream, mlp, notes = first.polynomial, first.mlp, []
     kappa = (constants["kappa"] + (network.alpha_mlp**2 * mlp.common if mlp is not None else 0)
              if _key_weighted(network) else sp.Integer(0))
     m = constants["m_R"] if mlp is None else _mean(stream, ratios, values)
-    for index in range(2, network.read_layer + 1):
-        stream = _attention_layer(network, stream, m, kappa, ratios, values, constants, str(index))
-        if kappa != 0:  # the sqrt(n) common vector now fills every pre-normed branch: nothing more is centred
-            if network.d_ff is not None:
-                notes.append("layer 2's MLP adds a common vector only: its normalised input is the common vector of size "
-                             "sqrt(n) per entry plus a centred part of relative size n^-1/2")
-            if network.read_layer > 2:
-                notes.append(f"layers 3..{network.read_layer} add nothing centred in the limit (their branches see the "
-                             "common vector): the law is layer 2's (frozen)")
-            break
-        if network.d_ff is not None:  # an odd activation at bias 0: the common vector stays 0
-            m = _mean(stream, ratios, values)
-            d = next(dim for dim in ratios if dim.name == "d")
-            scale = sp.Integer(1) if network.norm == "none" else sp.sqrt(m)
-            linear, noise, _ = _mlp(network, d, stream.rows, ratios, m / scale**2, sp.Integer(0), str(index))
-            stream = stream * (sp.Identity(d) + network.alpha_mlp / scale * linear)
-            if noise is not None:
-                stream = stream + network.alpha_mlp * noise
-        if index < network.read_layer:  # the next layer's scale
-            m = _mean(stream, ratios, values)
+    stream = _attention_layer(network, stream, m, kappa, ratios, values, constants, "2")
+    if kappa != 0:  # the sqrt(n) common vector now fills every pre-normed branch: nothing more is centred
+        if network.d_ff is not None:
+            notes.append("layer 2's MLP adds a common vector only: its normalised input is the common vector of size "
+                         "sqrt(n) per entry plus a centred part of relative size n^-1/2")
+        if network.read_layer > 2:
+            notes.append(f"layers 3..{network.read_layer} add nothing centred in the limit (their branches see the "
+                         "common vector): the law is layer 2's (frozen)")
+    elif network.d_ff is not None:  # an odd activation at bias 0: the common vector stays 0
+        m = _mean(stream, ratios, values)
+        d = next(dim for dim in ratios if dim.name == "d")
+        scale = sp.Integer(1) if network.norm == "none" else sp.sqrt(m)
+        linear, noise, _ = _mlp(network, d, stream.rows, ratios, m / scale**2, sp.Integer(0), "2")
+        stream = stream * (sp.Identity(d) + network.alpha_mlp / scale * linear)
+        if noise is not None:
+            stream = stream + network.alpha_mlp * noise
     return NetworkEquivalent(stream, ratios, values, constants, mlp, tuple(notes))
 
 

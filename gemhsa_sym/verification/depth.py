@@ -110,11 +110,14 @@ class DepthResult:
                 "summary": self.summary()}
 
 
-def _theory(network: Network) -> list[dict[str, Any]]:
+def _theory(network: Network, first: int | None) -> list[dict[str, Any]]:
     """Per layer, the mean and top edge of the law after it (None where the law has no edge), or why there is none
-    (docs/extensions.md §8.7)."""
+    (docs/extensions.md §8.7), from layer ``first`` on (None: none)."""
     out: list[dict[str, Any]] = []
     for layer in range(1, network.layers + 1):
+        if first is None or layer < first:
+            out.append({"layer": layer, "mean": None, "top": None, "reason": "not asked"})
+            continue
         try:
             law = law_of(network.replace(layers=layer))
         except NotImplementedError as exc:
@@ -127,10 +130,10 @@ def _theory(network: Network) -> list[dict[str, Any]]:
 
 
 def depth(network: Network, n: list[int], draws: int = 1, seed: int = 0, executor: Executor | None = None,
-          progress: bool = False, laws: bool = True) -> DepthResult:
+          progress: bool = False, laws: int | None = 1) -> DepthResult:
     """Every layer of ``network`` at every token count in ``n``: ``draws`` draws each (draw i of n from child i of
     ``SeedSequence([seed, n])``), as tasks on ``executor`` (the memory of the draws that run at once checked first), and
-    with ``laws`` the law after each layer (module docstring; without, every layer's reason says it was not asked)."""
+    the law after each layer from layer ``laws`` on (module docstring; None: no law, every layer's reason says so)."""
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise ValueError(f"draws: need an integer >= 1, got {draws!r}")
     sizes = sorted(set(n))
@@ -149,6 +152,4 @@ def depth(network: Network, n: list[int], draws: int = 1, seed: int = 0, executo
         figures[value] = np.stack([f for _, f in chunk])
         pooled = np.concatenate([s for s, _ in chunk], axis=1)
         quantiles[value] = np.quantile(pooled, QUANTILES, axis=1).T
-    theory = _theory(network) if laws else [{"layer": layer, "mean": None, "top": None, "reason": "not asked"}
-                                            for layer in range(1, network.layers + 1)]
-    return DepthResult(network, sizes, draws, seed, figures, quantiles, theory)
+    return DepthResult(network, sizes, draws, seed, figures, quantiles, _theory(network, laws))
