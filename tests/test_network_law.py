@@ -187,7 +187,7 @@ def test_derive_prints_the_law_of_a_block(tmp_path: Path, capsys: pytest.Capture
 
 def test_derive_prints_the_law_after_layer_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """derive of a network read after layer 2: the model with its key weights, the moments and quantiles in JSON; no record,
-    so --latex is refused with the reason before anything is solved."""
+    so --latex is refused with the reason before anything is solved; sweep gives its moments and no edge."""
     path = tmp_path / "stack.toml"
     path.write_text(description_from_dict(STACK).to_toml(), encoding="utf-8")
     assert main(["derive", str(path), "--latex", str(tmp_path / "stack.tex")]) == 2
@@ -197,6 +197,8 @@ def test_derive_prints_the_law_after_layer_two(tmp_path: Path, capsys: pytest.Ca
     assert "D_{2}" in report["model"] and report["key_weights"] and report["error"] < 1e-4
     assert report["moments"][0] == pytest.approx(law_of(description_from_dict(STACK)).mean, rel=1e-9)
     assert list(tmp_path.iterdir()) == [path]
+    assert main(["sweep", str(path), "--vary", "residual=1/2", "--no-mc"]) == 0  # a law without edges: theory none
+    assert "top_edge   theory none" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -74,7 +74,7 @@ def _table(result: SweepResult) -> str:
         for key in MC_KEYS:
             cells = [f"  {key:<9}"]
             if point.theory is not None:
-                cells.append(f"theory {point.theory_value(key):<12.6g}")
+                cells.append(f"theory {point.theory_value(key):<12.6g}" if point.has_theory(key) else f"theory {'none':<12}")
             if point.mc is not None:
                 for model in point.mc:
                     mean, se = point.mc_value(model, key)

@@ -181,11 +181,11 @@ def plot_sweep(result: SweepResult, path: str | Path) -> None:
         for g, (rest, points) in enumerate(groups.items()):
             colour = f"C{g}"
             tag = ", ".join(f"{p}={v}" for p, v in zip(others, rest))
-            for limit in [p for p in points if p.values[first] == INFINITE_HEADS and p.theory is not None]:
+            for limit in [p for p in points if p.values[first] == INFINITE_HEADS and p.has_theory(key)]:
                 ax.axhline(limit.theory_value(key), color=colour, ls="--", lw=1.0, label=f"theory {first}=oo {tag}".strip())
             points = [p for p in points if p.values[first] != INFINITE_HEADS]
             xs = np.array([float(real_number(first, p.values[first])) for p in points])  # exact text such as 1/4
-            if points[0].theory is not None:
+            if points[0].has_theory(key):
                 ys = np.array([p.theory_value(key) for p in points], dtype=float)
                 ax.plot(xs, ys, "-", color=colour, lw=1.4, label=f"theory {tag}".strip())
                 if key == "top_edge" and first == "beta" and _iid_comparison(points[0].config):

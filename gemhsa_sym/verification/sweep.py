@@ -79,6 +79,10 @@ class SweepPoint:
     theory: TabulatedLaw | None
     mc: dict[str, np.ndarray] | None
 
+    def has_theory(self, key: str) -> bool:
+        """Whether the law gives ``key`` (a heavy-tailed law has no moments, a law with lognormal key weights no edge)."""
+        return self.theory is not None and self.theory.answers("edges" if key == "top_edge" else "moments")
+
     def theory_value(self, key: str) -> float:
         """The moment M_k or the top edge of the law (NoAnswer, with the reason, where the law has none)."""
         if self.theory is None:
