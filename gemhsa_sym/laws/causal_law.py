@@ -17,7 +17,7 @@ import numpy as np
 
 from gemhsa_sym.export.causal_document import causal_document
 from gemhsa_sym.export.causal_record import causal_latex, causal_record
-from gemhsa_sym.free.positions.profiled_law import Distribution, density, stieltjes
+from gemhsa_sym.free.positions.profiled_law import Distribution
 from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
 from gemhsa_sym.laws.causal import (
     REPORT_TOL,
@@ -28,7 +28,8 @@ from gemhsa_sym.laws.causal import (
     causal_tail,
     validated_distribution,
 )
-from gemhsa_sym.laws.protocol import Law, NoAnswer, check_points
+from gemhsa_sym.laws.positional import PositionalLaw
+from gemhsa_sym.laws.protocol import NoAnswer
 from gemhsa_sym.laws.tabulated import TabulatedLaw, table_queries
 from gemhsa_sym.layer.config import Config
 
@@ -41,7 +42,7 @@ NO_MOMENTS = ("the law has a heavy tail, P(lambda > x) ~ c / x^kappa with kappa 
 NO_EDGES = "the support is (0, inf): the heavy tail has no upper edge, and the mass reaches down to 0"
 
 
-class CausalLaw(Law):
+class CausalLaw(PositionalLaw):
     """The law of the causal layer ``config`` (module docstring), at the tolerance ``tol`` of m(w); ``table`` its
     distribution function where it was solved before (a library record or a cache: ``origin`` says which)."""
 
@@ -100,51 +101,17 @@ class CausalLaw(Law):
             out["tail_exponent"] = UNRESOLVED_TAIL
         return out
 
-    def cdf(self, x: Any) -> Any:
-        """F(x) from the table, linear between its points; 0 for x <= 0; refused elsewhere outside the grid."""
-        law, xa = self.distribution(), check_points(x)
-        outside = (xa > 0) & ((xa < law.x[0]) | (xa > law.x[-1]))
-        if np.any(outside):
-            raise ValueError(f"x: this law's distribution function is known on [{law.x[0]:g}, {law.x[-1]:g}] "
-                             f"(F = {law.cdf[0]:.4g} .. {law.cdf[-1]:.4g}); {xa[outside].flat[0]:g} lies outside")
-        out = np.where(xa <= 0, 0.0, np.interp(xa, law.x, law.cdf))
-        return out if out.ndim else float(out)
-
-    def density(self, x: Any) -> Any:
-        """The density at positive points, solved to the law's tolerance (0 at x <= 0)."""
-        xa = check_points(x)
-        out = np.zeros(xa.shape)
-        positive = xa > 0
-        if np.any(positive):
-            out[positive] = -density(self.model, xa[positive], self.tol).m.imag / np.pi
-        return out if out.ndim else float(out)
-
-    def stieltjes(self, w: Any) -> Any:
-        """m(w) in the upper half plane, solved to the law's tolerance."""
-        points = np.asarray(w, dtype=complex)
-        if np.any(points.imag <= 0):
-            raise ValueError("w: a causal law's m(w) is solved in the upper half plane (Im w > 0)")
-        out = stieltjes(self.model, points.ravel(), self.tol).m.reshape(points.shape)
-        return out if out.ndim else complex(out)
-
     def atoms(self) -> list:
         return []
 
     def support(self) -> list[tuple[float, float]]:
         return [(0.0, math.inf)]
 
-    def achieved_error(self) -> float:
-        return float(self.distribution().error)
-
     def tail_exponent(self) -> float:
         value = causal_tail(self.config, self.distribution())
         if value is None:
             raise NoAnswer("tail_exponent", UNRESOLVED_TAIL)
         return value
-
-    def quantile_bracket(self) -> tuple[float, float, bool]:
-        law = self.distribution()
-        return float(law.x[0]), float(law.x[-1]), False
 
     def report(self, grid: np.ndarray | None = None) -> dict[str, Any]:
         """What ``derive`` prints (:func:`~gemhsa_sym.laws.causal.causal_report`), the density on ``grid`` when given."""

@@ -24,7 +24,8 @@ from sympy.matrices.expressions import MatrixExpr
 from gemhsa_sym.free.expressions.matrices import Dim
 from gemhsa_sym.free.numeric.results import Atom
 from gemhsa_sym.free.positions.profiled_law import Distribution, ProfiledModel, density, distribution, stieltjes
-from gemhsa_sym.laws.protocol import Law, NoAnswer, check_points
+from gemhsa_sym.laws.positional import PositionalLaw
+from gemhsa_sym.laws.protocol import NoAnswer
 from gemhsa_sym.laws.tabulated import TabulatedLaw, table_queries
 from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.network_equivalent import NetworkEquivalent, equivalent_of
@@ -97,7 +98,7 @@ def _contour_moments(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], 
     return tuple(float(np.mean(m * w ** (j + 1)).real) for j in range(1, MOMENTS + 1))
 
 
-class KeyWeightedLaw(Law):
+class KeyWeightedLaw(PositionalLaw):
     """The law of :class:`~gemhsa_sym.layer.network.Network` ``network`` read after layer 2 or later (module docstring),
     at the tolerance ``tol`` of m(w)."""
 
@@ -109,6 +110,7 @@ class KeyWeightedLaw(Law):
         self.model = _model(*_numeric(network))
         ratio = next(value for dim, value in self.equivalent.ratios.items() if str(dim) == "d")
         self._atom = max(sp.Integer(0), 1 - 1 / ratio)  # rank: out^T P out / n has at most n - 1 non-zero eigenvalues
+        self.zero_mass = float(self._atom)
         self.seconds = 0.0
 
     def __repr__(self) -> str:
@@ -120,8 +122,7 @@ class KeyWeightedLaw(Law):
         """mu_1 from m(w) far out (:func:`far_mean`), which scales the grid; :meth:`moments` gives it by a contour integral."""
         return far_mean(self.source)
 
-    @property
-    def table(self) -> Distribution:
+    def distribution(self) -> Distribution:
         """The distribution function on :data:`GRID` times the mean (:func:`key_weighted_table`)."""
         found, self.seconds = key_weighted_table(self.source, self.tol)
         return found
@@ -151,46 +152,13 @@ class KeyWeightedLaw(Law):
     def support(self) -> list[tuple[float, float]]:
         return [(0.0, math.inf)]
 
-    def achieved_error(self) -> float:
-        return float(self.table.error)
-
-    def quantile_bracket(self) -> tuple[float, float, bool]:
-        return float(self.table.x[0]), float(self.table.x[-1]), False
-
-    def cdf(self, x: Any) -> Any:
-        """F(x) from the table, linear between its points; 0 for x < 0; refused elsewhere outside the grid."""
-        law, xa = self.table, check_points(x)
-        outside = (xa > 0) & ((xa < law.x[0]) | (xa > law.x[-1]))
-        if np.any(outside):
-            raise ValueError(f"x: this law's distribution function is known on [{law.x[0]:g}, {law.x[-1]:g}] "
-                             f"(F = {law.cdf[0]:.4g} .. {law.cdf[-1]:.4g}); {xa[outside].flat[0]:g} lies outside")
-        out = np.where(xa < 0, 0.0, np.where(xa == 0, float(self._atom), np.interp(xa, law.x, law.cdf)))
-        return out if out.ndim else float(out)
-
-    def density(self, x: Any) -> Any:
-        """The density at positive points, solved to the law's tolerance (0 at x <= 0)."""
-        xa = check_points(x)
-        out = np.zeros(xa.shape)
-        positive = xa > 0
-        if np.any(positive):
-            out[positive] = -density(self.model, xa[positive], self.tol).m.imag / np.pi
-        return out if out.ndim else float(out)
-
-    def stieltjes(self, w: Any) -> Any:
-        """m(w) = E 1 / (w - lambda) in the upper half plane, solved to the law's tolerance."""
-        points = np.asarray(w, dtype=complex)
-        if np.any(points.imag <= 0):
-            raise ValueError("w: this law's m(w) is solved in the upper half plane (Im w > 0)")
-        out = stieltjes(self.model, points.ravel(), self.tol).m.reshape(points.shape)
-        return out if out.ndim else complex(out)
-
     def moments(self, k: int) -> list[float]:
         """mu_1 .. mu_k (k <= :data:`MOMENTS`): (1 / 2 pi i) of the contour integral of m(w) w^j on the circle of radius
         twice the grid's end, where F is 1 to within the achieved error (m is real on the real axis there, so the lower
         half circle is the conjugate of the upper one; :func:`_contour_moments`)."""
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MOMENTS:
             raise ValueError(f"k: this law gives moments 1 to {MOMENTS}, got {k!r}")
-        return list(_contour_moments(*_numeric(self.source), 2 * float(self.table.x[-1]), self.tol)[:k])
+        return list(_contour_moments(*_numeric(self.source), 2 * float(self.distribution().x[-1]), self.tol)[:k])
 
     def tail_exponent(self) -> float:
         raise NoAnswer("tail_exponent", NO_EDGES)
@@ -199,7 +167,7 @@ class KeyWeightedLaw(Law):
     def report(self, grid: np.ndarray | None = None) -> dict[str, Any]:
         """What ``derive`` prints: the network, the model and its constants, the mean and second moment, quantiles, the
         achieved error, what the later layers leave out; the density on ``grid`` when given."""
-        law = self.table
+        law = self.distribution()
         quantiles = (0.1, 0.5, 0.9, 0.99)
         report: dict[str, Any] = {
             "network": self.source.to_dict(), "statement": self.source.statement,
@@ -224,7 +192,7 @@ class KeyWeightedLaw(Law):
     def tabulate(self, moments: int = 4, cdf: bool = True) -> TabulatedLaw:
         """The law's own table (:class:`~.tabulated.TabulatedLaw`), which holds it between its grid's ends; its table is
         F less the atom."""
-        law = self.table
+        law = self.distribution()
         methods, refused = table_queries(self.methods(), self.reasons(), False)
         found = self.moments(min(moments, MOMENTS))
         atoms = [{"location": a.location, "mass": a.mass, "exact": str(a.exact)} for a in self.atoms()]
