@@ -45,8 +45,10 @@ NO_POLYNOMIAL = ("the equation is function-valued in the key weights' positions;
                  "eliminated")
 
 
+@functools.lru_cache(maxsize=8)
 def _model(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], ...]) -> ProfiledModel:
-    """The positional model of a key-weighted equivalent (its coefficients numbers), over the tokens n."""
+    """The positional model of a key-weighted equivalent (its coefficients numbers), over the tokens n; one per equivalent,
+    so that its discretised systems are built once."""
     dims = {str(dim): dim for dim, _ in ratios}
     return ProfiledModel(polynomial, dict(ratios), dims["n"], {})
 
