@@ -186,9 +186,7 @@ def _report(args: argparse.Namespace, config: Config | PolynomialModel, record: 
     for a in report["atoms"]:
         print(f"atom at {a['location']:g}: mass {a['mass']:.12g}" + (f" = {a['exact']}" if a["exact"] is not None else ""))
     if points is not None:
-        print("x\tdensity")
-        for x, r in zip(points, report["density"]["density"]):
-            print(f"{x:.8g}\t{r:.12g}")
+        _print_density(report["density"])
     if law is None:
         print(f"read from the library's record (package version {record.version}, checked against the configuration) in "
               f"{report['timing']['total_s']:.2f} s; --recompute derives it afresh")
@@ -228,9 +226,7 @@ def _run_causal(args: argparse.Namespace, config: Config, law: CausalLaw, start:
     print(f"moments: none ({report['moments']})")
     print(f"P(m, w): none ({report['polynomial_reason']})")
     if args.grid is not None:
-        print("x\tdensity")
-        for x, r in zip(report["density"]["x"], report["density"]["density"]):
-            print(f"{x:.8g}\t{r:.12g}")
+        _print_density(report["density"])
     print(f"{law.found} in {report['timing']['total_s']:.1f} s")
     return 0
 
@@ -262,11 +258,16 @@ def _run_numeric(args: argparse.Namespace, config: Network, law: Law, start: flo
     print(f"edges: none ({report['edges']})")
     print(f"P(m, w): none ({report['polynomial_reason']})")
     if args.grid is not None:
-        print("x\tdensity")
-        for x, r in zip(report["density"]["x"], report["density"]["density"]):
-            print(f"{x:.8g}\t{r:.12g}")
+        _print_density(report["density"])
     print(f"solved in {report['timing']['total_s']:.1f} s")
     return 0
+
+
+def _print_density(table: dict) -> None:
+    """The density of a report on its grid, one point per line."""
+    print("x\tdensity")
+    for x, r in zip(table["x"], table["density"]):
+        print(f"{x:.8g}\t{r:.12g}")
 
 
 def export_spec(text: str) -> tuple[str, str]:
