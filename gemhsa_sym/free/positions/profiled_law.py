@@ -4,7 +4,7 @@
 profiles; :meth:`ProfiledModel.system` discretises its Dyson equation (:mod:`.profiles`) at a level
 of :data:`LEVELS`, each with about twice the nodes of the one before (for a polynomial whose only
 positional part is its deterministic diagonals, docs/equations.md §2.12, a level of
-:data:`NORMAL_LEVELS`, Gauss-Hermite rules over the diagonals' quantile functions). :meth:`ProfiledModel.levels`
+:data:`NORMAL_LEVELS`, Gauss-Hermite rules in the diagonals' standard Gaussian). :meth:`ProfiledModel.levels`
 yields m(w) level after level (as does any :class:`LeveledModel`, such as the masked scores of
 :mod:`.two_point`); the driver :func:`stieltjes` keeps each point's m at the first level where it
 differs from the previous level's by at most ``tol`` (1 + |m|), asks the next levels for the other
@@ -90,8 +90,8 @@ class ProfiledModel:
             if str(D.rows) != str(self.positions):
                 raise ValueError(f"positions: the diagonal {D.name} lies over {D.rows}, not over the positions {self.positions}")
         if self.diagonals and (self.breaks or any(p.positional_rows or p.positional_cols for p in self.profiles.values())):
-            raise ValueError("profiles: a model with deterministic diagonals is solved on Gauss-Hermite rules over their "
-                             "quantile functions, where no profile may vary with the position")
+            raise ValueError("profiles: a model with deterministic diagonals is solved on Gauss-Hermite rules in the standard "
+                             "Gaussian of their entries, where no profile may vary with the position")
 
     @functools.cached_property
     def diagonals(self) -> tuple[Diagonal, ...]:
