@@ -29,6 +29,7 @@ from gemhsa_sym.laws.protocol import NoAnswer
 from gemhsa_sym.laws.tabulated import TabulatedLaw, table_queries
 from gemhsa_sym.layer.network import Network
 from gemhsa_sym.layer.network_equivalent import NetworkEquivalent, equivalent_of
+from gemhsa_sym.progress import note, stage
 
 __all__ = ["GRID", "KeyWeightedLaw", "MOMENTS", "TOL", "far_mean", "key_weighted_table"]
 
@@ -71,7 +72,8 @@ def far_mean(network: Network) -> float:
 def _far_mean(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], ...], scale: float) -> float:
     y = 1e4 * scale
     w = np.array([1j * y, 2j * y])
-    m = stieltjes(_model(polynomial, ratios), w, 1e-12).m
+    with stage("the key-weighted law's mean, from m(w) far out (its pencil and Gauss-Hermite systems built first)"):
+        m = stieltjes(_model(polynomial, ratios), w, 1e-12).m
     first = ((m * w - 1) * w).real
     return float((4 * first[1] - first[0]) / 3)
 
@@ -85,6 +87,8 @@ def key_weighted_table(network: Network, tol: float = TOL) -> tuple[Distribution
 @functools.lru_cache(maxsize=8)
 def _table(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], ...], mean: float, tol: float) -> tuple[Distribution, float]:
     start = time.perf_counter()
+    note(f"the key-weighted law's distribution function on {len(GRID)} points, Gauss-Hermite level by level: about 20 s for "
+         "one attention layer on two cores, more with an MLP")
     found = distribution(_model(polynomial, ratios), np.array(GRID) * mean, tol)
     return found, time.perf_counter() - start
 
@@ -95,7 +99,8 @@ def _contour_moments(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], 
     """mu_1 .. mu_MOMENTS by the contour integral of :meth:`KeyWeightedLaw.moments` (solved once per equivalent)."""
     angles = (np.arange(CONTOUR_POINTS) + 0.5) * np.pi / CONTOUR_POINTS
     w = radius * np.exp(1j * angles)
-    m = stieltjes(_model(polynomial, ratios), w, tol).m
+    with stage(f"the moments: m(w) at {2 * CONTOUR_POINTS} points of a circle"):
+        m = stieltjes(_model(polynomial, ratios), w, tol).m
     w, m = np.r_[w, w.conj()], np.r_[m, m.conj()]
     return tuple(float(np.mean(m * w ** (j + 1)).real) for j in range(1, MOMENTS + 1))
 
