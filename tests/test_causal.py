@@ -73,8 +73,8 @@ def test_causal_law_cache_reads_back_a_valid_entry_and_names_what_is_wrong_with_
     gives the law back; the validation names what is wrong with a changed one (the recomputation of a bad entry: the
     slow test below)."""
     from gemhsa_sym.free.positions.profiled_law import Distribution
-    from gemhsa_sym.laws.causal import validated_distribution
     from gemhsa_sym.laws.causal_law import CausalLaw
+    from gemhsa_sym.laws.positional import validated_distribution
     from gemhsa_sym.verification.theory import cache_file, store_table, theory_task
 
     x = np.geomspace(1.0, 1e4, 40)
@@ -90,7 +90,7 @@ def test_causal_law_cache_reads_back_a_valid_entry_and_names_what_is_wrong_with_
                            ({"level": True}, "not counts"), ({"cdf": [0.5] + [0.1] * 39}, "not a distribution function"),
                            ({"cdf": [float("nan")] * 40}, "not finite")):
         with pytest.raises(ValueError, match=reason):
-            validated_distribution(entry | change, SQUARE)
+            validated_distribution(entry | change, SQUARE, 1e-3)
     assert cache_file(tmp_path, SQUARE.replace(beta=2), True) != path
 
 

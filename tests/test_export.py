@@ -30,7 +30,7 @@ from gemhsa_sym.library.check import check
 
 LIBRARY = Path(__file__).resolve().parent.parent / "derivations"
 #: Derivations cheap enough for the default run; the whole library is checked in the slow run.
-QUICK = ["marchenko-pastur", "wishart-product", "head-plus-noise", "single-head", "causal-single-head", "causal-mha"]
+QUICK = ["marchenko-pastur", "wishart-product", "head-plus-noise", "single-head", "causal-single-head", "causal-mha", "stack-2"]
 
 
 def compile_latex(text: str, tmp_path: Path) -> str:
@@ -225,8 +225,8 @@ def causal_entry(folder: Path) -> dict:
     for its law (the check does not recompute a law: docs/exports.md §5.5), its record and document."""
     import numpy as np
 
-    from gemhsa_sym.export.causal_document import causal_document
-    from gemhsa_sym.export.causal_record import causal_record
+    from gemhsa_sym.export.positional_document import causal_document
+    from gemhsa_sym.export.positional_record import causal_record
     from gemhsa_sym.free.positions.profiled_law import Distribution
     from gemhsa_sym.layer.config import Config
 
@@ -303,7 +303,7 @@ def test_derive_reads_a_causal_law_kept_in_the_cache(tmp_path: Path, capsys: pyt
 
 
 def test_causal_document_compiles_with_its_monte_carlo(tmp_path: Path) -> None:
-    from gemhsa_sym.export.causal_document import causal_document
+    from gemhsa_sym.export.positional_document import causal_document
 
     record = causal_entry(tmp_path)
     point = {"n": 1000, "ks": {"theory_softmax": 0.0123, "theory_ge": 0.0045}, "softmax_ge": {"ks": 0.011}, "floor": {"ks": 0.004},

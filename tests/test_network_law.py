@@ -186,17 +186,22 @@ def test_derive_prints_the_law_of_a_block(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_derive_prints_the_law_after_layer_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """derive of a network read after layer 2: the model with its key weights, the moments and quantiles in JSON; no record,
-    so --latex is refused with the reason before anything is solved; sweep gives its moments and no edge."""
+    """derive of a network read after layer 2: the model with its key weights, the moments and quantiles in JSON, its
+    document and record (a format that prints P(m, w) is refused with the reason before anything is solved); sweep gives
+    its moments and no edge."""
     path = tmp_path / "stack.toml"
     path.write_text(description_from_dict(STACK).to_toml(), encoding="utf-8")
-    assert main(["derive", str(path), "--latex", str(tmp_path / "stack.tex")]) == 2
-    assert "--latex: the document of a law is written from its record" in capsys.readouterr().err
-    assert main(["derive", str(path), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert "D_{2}" in report["model"] and report["key_weights"] and report["error"] < 1e-4
-    assert report["moments"][0] == pytest.approx(law_of(description_from_dict(STACK)).mean, rel=1e-9)
+    assert main(["derive", str(path), "--export", f"sympy={tmp_path / 'stack.txt'}"]) == 2
+    assert "export: sympy prints P(m, w)" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == [path]
+    assert main(["derive", str(path), "--json", "--latex", str(tmp_path / "stack.tex"),
+                 "--export", f"json={tmp_path / 'stack.json'}"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "D_{2}" in report["model"] and report["key_weights"] and report["error"] < 1e-3
+    assert report["moments"][0] == pytest.approx(law_of(description_from_dict(STACK)).mean, rel=1e-9)
+    record = json.loads((tmp_path / "stack.json").read_text(encoding="utf-8"))
+    assert record["kind"] == "key-weighted" and record["cdf"] == report["cdf"] and record["probes"]["nodes"] == 8
+    assert r"\operatorname{diag}_j" in (tmp_path / "stack.tex").read_text(encoding="utf-8")
     assert main(["sweep", str(path), "--vary", "residual=1/2", "--no-mc"]) == 0  # a law without edges: theory none
     assert "top_edge   theory none" in capsys.readouterr().out
 
@@ -223,3 +228,33 @@ def test_moments_of_levels_are_decimals_that_a_record_keeps() -> None:
     assert all(abs(from_tree(tree(m)) - m) < 1e-27 * abs(m) for m in (mean, second))
     exact = law_of(description_from_dict({"residual": 1, "norm": "layer", "d_ff": 1, "attention": "centred"}))
     assert not exact.moments(1)[0].has(sp.Float)
+
+
+def test_stack_2_is_read_from_its_library_record_and_a_changed_record_is_caught(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """derive stack-2 reads the law after layer 2 from the library's record (its table validated, the network that of
+    the STACK law above); a changed quantile or probe is a difference for derivations --check, and a changed table is
+    refused when read."""
+    import shutil
+
+    from gemhsa_sym.library.catalogue import LIBRARY, library_law
+
+    law = library_law("stack-2")
+    assert law is not None and law.found == "read from the library's record"
+    assert law.source.to_dict() | {"name": None} == description_from_dict(STACK).to_dict() | {"name": None}
+    assert main(["derive", "stack-2"]) == 0
+    out = capsys.readouterr().out
+    assert "read from the library's record" in out and "D_{2}" in out
+    for suffix in (".toml", ".json", ".tex"):
+        shutil.copy(LIBRARY / f"stack-2{suffix}", tmp_path / f"stack-2{suffix}")
+    record = json.loads((tmp_path / "stack-2.json").read_text(encoding="utf-8"))
+    record["quantiles"]["x"][1] *= 1.001
+    record["probes"]["m"][0][1] *= 1.001
+    (tmp_path / "stack-2.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    assert main(["derivations", "--check", "--dir", str(tmp_path)]) == 1
+    err = capsys.readouterr()
+    assert "quantiles.x[1]" in err.out and "probes.m(0.2+0.5i)" in err.out
+    record["cdf"]["F"][-1] = 1.5
+    (tmp_path / "stack-2.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="not a distribution function"):
+        library_law("stack-2", tmp_path)

@@ -33,7 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--check reads the committed distribution function back, regenerates the rest of\n"
             "the record from it and solves m(w) again at four probe points (seconds).\n"
             "--fill-cache --cache DIR checks the committed causal laws so and keeps them in DIR,\n"
-            "where verify, claims and --write find them instead of solving again."
+            "where verify, claims and --write find them instead of solving again. A network read\n"
+            "after layer 2 (key weights, as stack-2) has a record of the same kind: --write solves\n"
+            "it in tens of seconds, --check reads its table back, solves the probes and the\n"
+            "moments again."
         ),
     )
     mode = parser.add_mutually_exclusive_group(required=True)

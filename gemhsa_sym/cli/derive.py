@@ -14,7 +14,7 @@ from gemhsa_sym.files import write_atomic
 from gemhsa_sym.free.numeric.results import MAX_DPS
 from gemhsa_sym.laws.attention import AttentionLaw
 from gemhsa_sym.laws.causal_law import CausalLaw
-from gemhsa_sym.laws.protocol import Law
+from gemhsa_sym.laws.key_weighted import KeyWeightedLaw
 from gemhsa_sym.laws.recorded import answers_record
 from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.laws.spectral import SpectralLaw
@@ -107,8 +107,8 @@ def run(args: argparse.Namespace) -> int:
     if args.cache is not None and not causal:
         raise ValueError("--cache: only a causal layer's law is kept (it takes minutes to solve); this law derives afresh "
                          "or is read from the library's record")
-    named = (not args.recompute and not args.symbolic and args.config in PRESETS and not overrides(args)
-             and args.heads is None)
+    entry = not args.recompute and not args.symbolic and not overrides(args) and args.heads is None  # as the library has it
+    named = entry and args.config in PRESETS
     points = args.grid
     start = time.perf_counter()
     known = library_record(args.config, config) if named and isinstance(config, Config) else None
@@ -119,21 +119,19 @@ def run(args: argparse.Namespace) -> int:
         law = AttentionLaw(config, known=known)
     elif args.cache is not None:  # a causal law kept before, validated, or solved now and kept
         law = cached_causal_law(config, args.cache)
-    elif named and causal:  # its record, validated: minutes saved
+    elif entry and (causal or isinstance(config, Network)):  # its record, validated: minutes or seconds saved
         law = library_law(args.config) or law_of(config)
     else:
         law = law_of(config, symbolic=args.symbolic)
-    if not law.answers("record"):  # a law known numerically only (key weights): its report, no record or document
-        if args.latex or args.export or args.symbolic:
-            option = "--latex" if args.latex else "--export" if args.export else "--symbolic"
-            raise ValueError(f"{option}: {law.reason('to_latex' if args.latex else 'record')}; --json prints the report")
-        return _run_numeric(args, config, law, start)
-    if not law.answers("moments"):  # a heavy-tailed law: quantiles, tail and achieved error instead
+    if isinstance(law, (CausalLaw, KeyWeightedLaw)):  # a law of the positional equation: quantiles and achieved error
+        if args.symbolic:
+            raise ValueError("--symbolic: this law has no P(m, w) to keep symbolic; its equation is function-valued "
+                             "(docs/extensions.md §8.7)")
         for name, _ in args.export:
             if name not in ("latex", "json"):
-                raise ValueError(f"export: {name} prints P(m, w), the minimal system and the moments, which this law has "
-                                 f"none of ({law.reason('moments')}); export latex or json")
-        return _run_causal(args, config, law, start)
+                raise ValueError(f"export: {name} prints P(m, w), the minimal system and the exact moments, which this law "
+                                 "has none of (its equation is function-valued over the positions); export latex or json")
+        return _run_causal(args, config, law, start) if isinstance(law, CausalLaw) else _run_numeric(args, config, law, start)
     derived = time.perf_counter()
     record = law.record(args.dps, time_limit=args.time_limit, edges=args.edges or ("discriminant" if answered else "polynomial"))
     source = ("the library's record" if record is known else "derived, with the library's P(m, w)" if known is not None
@@ -231,10 +229,16 @@ def _run_causal(args: argparse.Namespace, config: Config, law: CausalLaw, start:
     return 0
 
 
-def _run_numeric(args: argparse.Namespace, config: Network, law: Law, start: float) -> int:
+def _run_numeric(args: argparse.Namespace, config: Network, law: KeyWeightedLaw, start: float) -> int:
     """A network's law after layer 2 or later (docs/extensions.md §8.7): its model, constants, moments and quantiles."""
     report = law.report(args.grid)
-    report["timing"] = {"total_s": time.perf_counter() - start, "source": "solved"}
+    report["timing"] = {"total_s": time.perf_counter() - start, "source": law.found}
+    if args.latex or args.export:
+        record = law.record()
+        if args.latex:
+            write_atomic(args.latex, write("latex", record), "latex")
+        for name, path in args.export:
+            write_atomic(path, write(name, record), "export")
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -259,7 +263,7 @@ def _run_numeric(args: argparse.Namespace, config: Network, law: Law, start: flo
     print(f"P(m, w): none ({report['polynomial_reason']})")
     if args.grid is not None:
         _print_density(report["density"])
-    print(f"solved in {report['timing']['total_s']:.1f} s")
+    print(f"{law.found} in {report['timing']['total_s']:.1f} s")
     return 0
 
 

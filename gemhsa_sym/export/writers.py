@@ -22,9 +22,9 @@ from typing import Any
 import sympy as sp
 from sympy.printing.maple import maple_code
 
-from gemhsa_sym.export.causal_document import causal_document
 from gemhsa_sym.export.document import document
 from gemhsa_sym.export.exact import from_table, from_tree
+from gemhsa_sym.export.positional_document import causal_document, key_weighted_document
 from gemhsa_sym.export.record import LawRecord
 
 __all__ = ["WRITERS", "Writer", "expressions", "write"]
@@ -42,17 +42,18 @@ class Writer:
     print: Callable[[Any], str]
 
 
-def _causal(record: Any) -> bool:
-    """Whether ``record`` is a causal law's (a JSON mapping of docs/exports.md §5.5), not a :class:`LawRecord`."""
-    return isinstance(record, Mapping) and record.get("kind") == "causal"
+def _positional(record: Any) -> bool:
+    """Whether ``record`` is a causal or key-weighted law's (a JSON mapping of docs/exports.md §5.5), not a
+    :class:`LawRecord`."""
+    return isinstance(record, Mapping) and record.get("kind") in ("causal", "key-weighted")
 
 
 def expressions(record: LawRecord) -> dict[str, Any]:
     """The exact parts of a record as SymPy objects, by name: ``P`` (or None), ``moments``, ``symbolic_moments``,
     ``values`` ({symbol: value}), ``equations`` and ``definitions`` (lists of Eq) and ``stieltjes`` (m(w))."""
-    if _causal(record) or record.exact is None:
-        raise ValueError("format: a causal law's record has no P(m, w), minimal system or moments to print "
-                         "(docs/extensions.md §8.6); write it as latex or json")
+    if _positional(record) or record.exact is None:
+        raise ValueError("format: a causal or key-weighted law's record has no P(m, w), minimal system or exact moments to "
+                         "print (docs/extensions.md §8.6, §8.7); write it as latex or json")
     exact = record.exact
 
     def equations(pairs: list[list[Any]]) -> list[sp.Eq]:
@@ -143,11 +144,13 @@ def _sympy(record: Any) -> str:
 
 
 def _latex(record: Any) -> str:
-    return causal_document(record) if _causal(record) else document(record)
+    if _positional(record):
+        return causal_document(record) if record["kind"] == "causal" else key_weighted_document(record)
+    return document(record)
 
 
 def _json(record: Any) -> str:
-    return json.dumps(record if _causal(record) else record.to_json(), indent=2) + "\n"
+    return json.dumps(record if _positional(record) else record.to_json(), indent=2) + "\n"
 
 
 #: The export formats, by name.

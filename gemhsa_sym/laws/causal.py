@@ -36,7 +36,7 @@ from gemhsa_sym.layer.hermite import hermite_data
 from gemhsa_sym.progress import note
 
 __all__ = ["NOISE_PROFILE", "CDF_GRID", "MASKED_CDF_GRID", "QUANTILES", "UNRESOLVED_TAIL", "causal_model",
-           "causal_distribution", "causal_tail", "causal_report", "validated_distribution"]
+           "causal_distribution", "causal_tail", "causal_report"]
 
 #: The variance profile of the causal noise Z / t: s(t, u) = 1{u <= t} / t^2.
 NOISE_PROFILE = Profile(row=1 / T**2, region="lower")
@@ -163,27 +163,3 @@ def _description(model: ProfiledModel | MaskedScoresModel) -> dict[str, str]:
                                  for Z in sorted(model.profiles, key=str)),
             "equation": "the Dyson equation of the pencil with g_ab(t) for the blocks on the token positions and "
                         "eta(t) = row(t) int_0^t g(u) du (docs/equations.md §2.9)"}
-
-
-def validated_distribution(data: Any, config: Config, tol: float = REPORT_TOL) -> Distribution:
-    """The :class:`~gemhsa_sym.free.positions.profiled_law.Distribution` of an entry for ``config`` at ``tol``, or ValueError
-    saying what is wrong with it: its configuration and tolerance, finite tables of one shape on an increasing
-    positive grid, a non-negative density, and F within [0, 1] up to its achieved error, never decreasing."""
-    if not isinstance(data, dict) or data.get("config") != config.to_dict() or data.get("tol") != tol:
-        raise ValueError("it belongs to another configuration or tolerance")
-    try:
-        x, cdf, rho = (np.asarray(data[key], dtype=float) for key in ("x", "cdf", "density"))
-        error, level, nodes = float(data["error"]), data["level"], data["nodes"]
-    except (KeyError, TypeError, ValueError):
-        raise ValueError("a field is missing or is not a number") from None
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (level, nodes)):
-        raise ValueError("level and nodes are not counts")
-    if not (x.ndim == 1 and x.size >= 2 and x.shape == cdf.shape == rho.shape):
-        raise ValueError("the tables do not match their grid")
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(cdf)) and np.all(np.isfinite(rho)) and np.isfinite(error)):
-        raise ValueError("a value is not finite")
-    if x[0] <= 0 or np.any(np.diff(x) <= 0) or np.any(rho < 0) or error < 0:
-        raise ValueError("the grid is not increasing and positive, or the density or error is negative")
-    if np.any(np.diff(cdf) < -1e-12) or cdf[0] < -error - 1e-9 or cdf[-1] > 1 + error + 1e-9:
-        raise ValueError("the table is not a distribution function")
-    return Distribution(x, cdf, rho, error, level, nodes)

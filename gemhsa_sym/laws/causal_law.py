@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.export.causal_document import causal_document
-from gemhsa_sym.export.causal_record import causal_latex, causal_record
+from gemhsa_sym.export.positional_document import causal_document
+from gemhsa_sym.export.positional_record import causal_latex, causal_record
 from gemhsa_sym.free.positions.profiled_law import Distribution
 from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
 from gemhsa_sym.laws.causal import (
@@ -26,9 +26,8 @@ from gemhsa_sym.laws.causal import (
     causal_model,
     causal_report,
     causal_tail,
-    validated_distribution,
 )
-from gemhsa_sym.laws.positional import PositionalLaw
+from gemhsa_sym.laws.positional import PositionalLaw, validated_distribution
 from gemhsa_sym.laws.protocol import NoAnswer
 from gemhsa_sym.laws.tabulated import TabulatedLaw, table_queries
 from gemhsa_sym.layer.config import Config
@@ -139,7 +138,7 @@ class CausalLaw(PositionalLaw):
     @classmethod
     def from_table(cls, config: Config, table: TabulatedLaw, origin: str = "cache") -> CausalLaw:
         """The law of ``config`` from its table (:meth:`tabulate`, kept in a cache), validated as a record's distribution
-        function is (:func:`~gemhsa_sym.laws.causal.validated_distribution`)."""
+        function is (:func:`~gemhsa_sym.laws.positional.validated_distribution`)."""
         try:
             entry = {"config": table.source, "tol": table.detail["tol"], "x": table.grid.tolist(), "cdf": table.table.tolist(),
                      "density": None if table.density_table is None else table.density_table.tolist(), "error": table.error,

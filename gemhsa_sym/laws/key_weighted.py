@@ -21,6 +21,8 @@ import numpy as np
 import sympy as sp
 from sympy.matrices.expressions import MatrixExpr
 
+from gemhsa_sym.export.positional_document import key_weighted_document
+from gemhsa_sym.export.positional_record import key_weighted_record
 from gemhsa_sym.free.expressions.matrices import Dim
 from gemhsa_sym.free.numeric.results import Atom
 from gemhsa_sym.free.positions.profiled_law import Distribution, ProfiledModel, density, distribution, stieltjes
@@ -107,10 +109,11 @@ def _contour_moments(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], 
 
 class KeyWeightedLaw(PositionalLaw):
     """The law of :class:`~gemhsa_sym.layer.network.Network` ``network`` read after layer 2 or later (module docstring),
-    at the tolerance ``tol`` of m(w)."""
+    at the tolerance ``tol`` of m(w); ``table`` its distribution function where it was solved before (a library record:
+    ``origin`` says so)."""
 
-    def __init__(self, network: Network, tol: float = TOL) -> None:
-        self.source, self.tol = network, tol
+    def __init__(self, network: Network, tol: float = TOL, table: Distribution | None = None, origin: str = "solved") -> None:
+        self.source, self.tol, self.origin, self._table = network, tol, origin, table
         self.equivalent: NetworkEquivalent = equivalent_of(network)
         if not self.equivalent.key_weights:
             raise ValueError("network: this network's equivalent has no key weights; its law is a spectral law")
@@ -130,9 +133,16 @@ class KeyWeightedLaw(PositionalLaw):
         return far_mean(self.source)
 
     def distribution(self) -> Distribution:
-        """The distribution function on :data:`GRID` times the mean (:func:`key_weighted_table`)."""
+        """The distribution function on :data:`GRID` times the mean (:func:`key_weighted_table`), or the table given."""
+        if self._table is not None:
+            return self._table
         found, self.seconds = key_weighted_table(self.source, self.tol)
         return found
+
+    @property
+    def found(self) -> str:
+        """How the distribution function was found: solved, or read from the library's record."""
+        return {"solved": "solved", "library": "read from the library's record"}[self.origin]
 
     # ---- the protocol ----------------------------------------------------------------------
     def methods(self) -> dict[str, str]:
@@ -145,12 +155,11 @@ class KeyWeightedLaw(PositionalLaw):
             "stieltjes": equation, "moments": f"contour integrals of m(w) w^k on a circle around the grid's mass ({equation})",
             "atoms": "the rank of out^T P out / n: a mass 1 - n/d at 0 where d > n", "support": "(0, inf)",
             "achieved_error": "the level-to-level change of F, integrated (docs/solving.md §3.11)",
+            "record": "the record of the library (docs/exports.md §5.5)", "to_latex": "the record as a document",
         }
 
     def reasons(self) -> dict[str, str]:
         return {"edges": NO_EDGES, "tail_exponent": NO_EDGES,
-                "record": "a record holds a law's exact moments and P(m, w); this law has neither (its report is derive's)",
-                "to_latex": "the document of a law is written from its record, which this law has not",
                 "sample": "the law has no finite realisation of its own; gemhsa_sym.sample draws the network"}
 
     def atoms(self) -> list[Atom]:
@@ -195,6 +204,13 @@ class KeyWeightedLaw(PositionalLaw):
             report["density"] = {"x": list(map(float, grid)), "density": (-values.m.imag / np.pi).tolist(),
                                  "error": values.error.tolist()}
         return report
+
+    def record(self) -> dict[str, Any]:
+        """The library record of the law (:func:`~gemhsa_sym.export.positional_record.key_weighted_record`)."""
+        return key_weighted_record(self.source, self.equivalent, self.report(), self.model, self.tol, self.source.name)
+
+    def to_latex(self) -> str:
+        return key_weighted_document(self.record())
 
     def tabulate(self, moments: int = 4, cdf: bool = True) -> TabulatedLaw:
         """The law's own table (:class:`~.tabulated.TabulatedLaw`), which holds it between its grid's ends; its table is

@@ -23,6 +23,7 @@ import mpmath
 import numpy as np
 
 from gemhsa_sym.free.numeric.results import Atom, Edge
+from gemhsa_sym.free.positions.profiled_law import between_points
 from gemhsa_sym.laws.protocol import Law, NoAnswer, check_points
 from gemhsa_sym.parse import parse_number
 
@@ -112,12 +113,16 @@ class TabulatedLaw(Law):
         return float(self.grid[0]), float(self.grid[-1]), False
 
     def cdf(self, x: Any) -> Any:
-        """P(lambda <= x): the atoms plus the table, linear between grid points; inside the grid only where the
-        table does not hold the whole law."""
+        """P(lambda <= x): the atoms plus the table, between grid points the cubic in log x that matches it and the
+        density where the table has one on a positive grid (:func:`~gemhsa_sym.free.positions.profiled_law.between_points`),
+        else linear; inside the grid only where the table does not hold the whole law."""
         xa = check_points(x)
         if not self.whole and np.any((xa < self.grid[0]) | (xa > self.grid[-1])):
             raise ValueError(f"x: this law's distribution function is tabulated on [{self.grid[0]:g}, {self.grid[-1]:g}] only")
-        out = np.interp(xa, self.grid, self.table, left=0.0, right=float(self.table[-1]))
+        out = np.array(np.interp(xa, self.grid, self.table, left=0.0, right=float(self.table[-1])), dtype=float)
+        if self.density_table is not None and self.grid[0] > 0:
+            inside = (xa >= self.grid[0]) & (xa <= self.grid[-1])
+            out[inside] = between_points(self.grid, self.table, self.density_table, xa[inside])
         for atom in self.atom_data:
             out = out + atom["mass"] * (xa >= atom["location"])
         return out if out.ndim else float(out)

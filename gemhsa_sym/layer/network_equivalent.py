@@ -70,7 +70,9 @@ class NetworkEquivalent:
     """The polynomial of a network's block (module docstring), its ratios and parameter values, and the exact
     constants it used, by name: ``m_R``, ``kappa``, and where they occur ``s_U^2`` (pre-norm MLP), ``s_1^2``,
     ``m_P``, ``s_2^2`` (post-norm), and for a later layer ``m_1``, ``kappa_1``, ``s^2`` and ``tau^2`` (the key
-    weights' log-variance); ``notes`` say what a later layer leaves out."""
+    weights' log-variance); ``notes`` say what a later layer leaves out; for a later layer, ``written`` is its polynomial
+    written in the symbol S and the first block's polynomial that S stands for (for display: the polynomial itself has S
+    substituted, with SymPy's canonical transposes)."""
 
     polynomial: MatrixExpr
     ratios: dict[Dim, sp.Expr]
@@ -78,6 +80,7 @@ class NetworkEquivalent:
     constants: dict[str, sp.Expr]
     mlp: NeuronLevels | None
     notes: tuple[str, ...] = ()
+    written: tuple[MatrixExpr, MatrixExpr] | None = None
 
     @property
     def exact(self) -> bool:
@@ -225,7 +228,7 @@ def _key_weighted(network: Network) -> bool:
 def _later_symbols(index: str) -> tuple[sp.Symbol, ...]:
     """The symbols of layer l: mu_{1,l} and sigma_l of its scores, nu_l = 1 / sqrt(m) (the tokens' scale in the scores)
     and xi_l = 1 / s (the norm's): symbols with values, so that the series of the moments stays polynomial in them."""
-    return (sp.Symbol(f"mu_{{1,{index}}}", real=True), sp.Symbol(f"sigma_{index}", nonnegative=True),
+    return (sp.Symbol(f"mu_1,{index}", real=True), sp.Symbol(f"sigma_{index}", nonnegative=True),
             sp.Symbol(f"nu_{index}", positive=True), sp.Symbol(f"xi_{index}", positive=True))
 
 
@@ -267,6 +270,8 @@ def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivale
     kappa = (constants["kappa"] + (network.alpha_mlp**2 * mlp.common if mlp is not None else 0)
              if _key_weighted(network) else sp.Integer(0))
     m = constants["m_R"] if mlp is None else _mean(stream, ratios, values)
+    S = sp.MatrixSymbol("S", stream.rows, stream.cols)
+    written = (_attention_layer(network, S, m, kappa, ratios, dict(values), dict(constants), "2"), stream)
     stream = _attention_layer(network, stream, m, kappa, ratios, values, constants, "2")
     if kappa != 0:  # the sqrt(n) common vector now fills every pre-normed branch: nothing more is centred
         if network.d_ff is not None:
@@ -283,7 +288,7 @@ def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivale
         stream = stream * (sp.Identity(d) + network.alpha_mlp / scale * linear)
         if noise is not None:
             stream = stream + network.alpha_mlp * noise
-    return NetworkEquivalent(stream, ratios, values, constants, mlp, tuple(notes))
+    return NetworkEquivalent(stream, ratios, values, constants, mlp, tuple(notes), written)
 
 
 def network_equivalent(network: Network) -> NetworkEquivalent:

@@ -16,14 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from gemhsa_sym import __version__
-from gemhsa_sym.export.causal_record import record_law
+from gemhsa_sym.export.positional_record import record_law
 from gemhsa_sym.export.record import AttentionRecord, record_from_json
 from gemhsa_sym.files import read_json
 from gemhsa_sym.laws.attention import AttentionLaw
+from gemhsa_sym.laws.causal import REPORT_TOL
 from gemhsa_sym.laws.causal_law import CausalLaw
+from gemhsa_sym.laws.key_weighted import TOL, KeyWeightedLaw
 from gemhsa_sym.laws.protocol import Law
 from gemhsa_sym.laws.resolve import law_of
 from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.network import Network
+from gemhsa_sym.layer.network_equivalent import equivalent_of
 from gemhsa_sym.layer.presets import read_input
 from gemhsa_sym.library import LIBRARY
 
@@ -97,9 +101,12 @@ def library_record(name: str, config: Config, folder: Path = LIBRARY) -> Attenti
 
 def library_law(name: str, folder: Path = LIBRARY) -> Law | None:
     """The law of the library entry ``name`` read from its committed record: for a causal layer (whose law costs minutes
-    to solve) the law of its distribution function after :func:`~gemhsa_sym.export.causal_record.record_law` validates
-    it; for another layer the derived law that takes its P(m, w) (checked on the physical solution) and its record from
-    :func:`library_record`. None where the entry has no record that qualifies."""
+    to solve) and a network read after layer 2 (key weights, tens of seconds) the law of its distribution function after
+    :func:`~gemhsa_sym.export.positional_record.record_law` validates it; for another layer the derived law that takes
+    its P(m, w) (checked on the physical solution) and its record from :func:`library_record`. None where ``name`` is
+    no entry's name or the entry has no record that qualifies."""
+    if not name.replace("-", "").isalnum():
+        return None
     toml, record = Path(folder) / f"{name}.toml", Path(folder) / f"{name}.json"
     if not toml.is_file() or not record.is_file():
         return None
@@ -107,12 +114,14 @@ def library_law(name: str, folder: Path = LIBRARY) -> Law | None:
     if isinstance(source, Config) and not source.mask_rule.causal:
         known = library_record(name, source, folder)
         return None if known is None else AttentionLaw(source, known=known)
-    config = causal_source(source)
-    if config is None:
+    if not isinstance(source, (Config, Network)) or (
+            isinstance(source, Network) and (source.read_layer == 1 or not equivalent_of(source).key_weights)):
         return None
     data = read_json(record, "record")
     try:
-        table = record_law(data, config)
+        table = record_law(data, source, REPORT_TOL if isinstance(source, Config) else TOL)
     except ValueError as exc:
         raise ValueError(f"{record}: not the record of this entry's law ({exc})") from None
-    return CausalLaw(config, table, origin="library")
+    if isinstance(source, Network):
+        return KeyWeightedLaw(source, TOL, table, origin="library")
+    return CausalLaw(source, table, origin="library")

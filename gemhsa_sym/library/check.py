@@ -18,11 +18,13 @@ depends on the time the discriminant took when it was written (the record says w
 :data:`CHECK_TIME_LIMIT`, or the refined folds without trying the discriminant. P itself is
 eliminated with the default time limit: which of its attempts finishes in time decides P.
 
-A causal configuration's record is that of :mod:`gemhsa_sym.export.causal_record` (its law has no moments
+A causal configuration's record is that of :mod:`gemhsa_sym.export.positional_record` (its law has no moments
 and no P(m, w), and costs tens of minutes): ``--write`` computes the law (or reads it from a cache
 folder), and :func:`check` reads the committed distribution function back, regenerates every other
 field from it and the configuration, and solves the probes again (docs/exports.md §5.5);
-:func:`fill_cache` puts the committed laws, checked so, where ``verify`` and ``claims`` read them.
+:func:`fill_cache` puts the committed laws, checked so, where ``verify`` and ``claims`` read them. A network read after
+layer 2 (key weights, docs/extensions.md §8.7) has a record of the same kind (``"kind": "key-weighted"``), solved by
+``--write`` in tens of seconds and checked the same way, its moments (contour integrals of m(w)) computed again.
 
 A derivation may also have a verification record, ``NAME.verify.json``: the JSON of
 ``gemhsa-sym verify`` (:func:`~gemhsa_sym.verification.compare.verify`) at
@@ -44,13 +46,17 @@ from typing import Any
 
 import sympy as sp
 
-from gemhsa_sym.export.causal_document import causal_document
-from gemhsa_sym.export.causal_record import causal_record, probe_differences, record_law
 from gemhsa_sym.export.document import document
+from gemhsa_sym.export.positional_document import causal_document, key_weighted_document
+from gemhsa_sym.export.positional_record import causal_record, probe_differences, record_law
 from gemhsa_sym.export.record import LawRecord, record_from_json
 from gemhsa_sym.files import read_json, read_text, write_atomic
 from gemhsa_sym.laws.causal_law import CausalLaw
+from gemhsa_sym.laws.key_weighted import TOL as KEY_WEIGHTED_TOL
+from gemhsa_sym.laws.key_weighted import KeyWeightedLaw
 from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.network import Network
+from gemhsa_sym.layer.network_equivalent import equivalent_of
 from gemhsa_sym.layer.presets import read_input
 from gemhsa_sym.library.catalogue import causal_source, check_file, load, records, verification
 from gemhsa_sym.verification.claims import SAMPLE_HEADS
@@ -120,8 +126,11 @@ def write_verifications(folder: Path, only: Sequence[str] | None = None, executo
         heads = SAMPLE_HEADS if source.infinite_heads else None
         data = verify(source, list(VERIFY_N), draws=VERIFY_DRAWS, seed=0, executor=executor, sample_heads=heads,
                       cache=None if cache is None else str(cache)).to_json_dict()
-        if causal_source(source) is not None:
+        kind = committed_json.get("kind") if isinstance(committed_json, dict) else None
+        if kind == "causal":
             tex = causal_document(committed_json, data)
+        elif kind == "key-weighted":
+            tex = key_weighted_document(committed_json, data)
         else:
             tex = document(record_from_json(committed_json), data)
         write_atomic(path.with_suffix(".verify.json"), _dump(data))
@@ -139,11 +148,15 @@ def write(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
         verification(path)
     for name, path in records(folder, only):
         progress(name)
-        causal = causal_source(read_input(path))
+        source = read_input(path)
+        causal, weighted = causal_source(source), _key_weighted(source)
         if causal is not None:
             law = CausalLaw(causal) if cache is None else CausalLaw.from_table(causal, theory_task(causal, True, str(cache)))
             data = causal_record(causal, law.distribution(), name)
             tex = causal_document(data, verification(path))
+        elif weighted is not None:
+            data = KeyWeightedLaw(weighted).record() | {"name": name}
+            tex = key_weighted_document(data, verification(path))
         else:
             record = _record(path)
             data, tex = record.to_json(), document(record, verification(path))
@@ -191,13 +204,14 @@ def check(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
             diffs.append(Difference(name, "files", "missing", f"{json_path.name}, {tex_path.name}"))
             continue
         committed = read_json(json_path, "record")
-        causal = causal_source(read_input(path))
-        if causal is not None:
-            found = _check_causal(name, causal, committed)
+        source = read_input(path)
+        causal, weighted = causal_source(source), _key_weighted(source)
+        if causal is not None or weighted is not None:
+            found = _check_positional(name, causal or weighted, committed)
             diffs += found
             if any(d.where == "cdf" for d in found):  # no record to write a document of
                 continue
-            made = causal_document(committed, verification(path))
+            made = (causal_document if causal is not None else key_weighted_document)(committed, verification(path))
         else:
             _compare(name, "", committed, _record(path, committed.get("edge_method")).to_json(), diffs)
             made = document(record_from_json(committed), verification(path))
@@ -206,14 +220,24 @@ def check(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
     return diffs
 
 
-def _check_causal(name: str, config: Config, committed: Any) -> list[Difference]:
-    """The differences of a causal record from the one regenerated from its own distribution function and its
-    configuration, and of its probes from those solved again (module docstring)."""
+def _key_weighted(source: Any) -> Network | None:
+    """The network of an entry whose law is key-weighted (read after layer 2, docs/extensions.md §8.7), None otherwise."""
+    if isinstance(source, Network) and source.read_layer > 1 and equivalent_of(source).key_weights:
+        return source
+    return None
+
+
+def _check_positional(name: str, source: Config | Network, committed: Any) -> list[Difference]:
+    """The differences of a causal or key-weighted record from the one regenerated from its own distribution function and
+    its configuration or network, and of its probes from those solved again (module docstring)."""
     try:
-        law = record_law(committed, config)
+        if isinstance(source, Config):
+            regenerated = causal_record(source, record_law(committed, source), name)
+        else:
+            table = record_law(committed, source, KEY_WEIGHTED_TOL)
+            regenerated = KeyWeightedLaw(source, KEY_WEIGHTED_TOL, table, origin="library").record() | {"name": name}
     except ValueError as exc:
         return [Difference(name, "cdf", "a distribution function", f"not one: {exc}")]
-    regenerated = causal_record(config, law, name)
     diffs: list[Difference] = []
     _compare(name, "", {k: v for k, v in committed.items() if k != "probes"},
              {k: v for k, v in regenerated.items() if k != "probes"}, diffs)
@@ -239,7 +263,7 @@ def fill_cache(folder: Path, cache: str | Path, only: Sequence[str] | None = Non
         if not json_path.exists():
             raise ValueError(f"record: {name} has no {json_path.name} yet (run --write first)")
         committed = read_json(json_path, "record")
-        diffs = _check_causal(name, causal, committed)
+        diffs = _check_positional(name, causal, committed)
         if diffs:
             raise ValueError(f"{json_path}: the committed record differs from its regeneration ({diffs[0]}); run --write")
         entries.append((name, causal, CausalLaw(causal, record_law(committed, causal), origin="library").tabulate()))

@@ -1,12 +1,14 @@
-"""The library record of a causal layer's law (docs/exports.md §5.5): what ``derive`` reports of it, its
-distribution function, and probes that check the equations in seconds.
+"""The library records of the laws of the positional Dyson equation (docs/exports.md §5.5): a causal layer's, and a
+network's read after layer 2 (key weights): what ``derive`` reports of it, its distribution function, and probes that
+check the equations in seconds.
 
-The law costs tens of minutes (docs/solving.md §3.13), so a check does not recompute it. It reads
+A causal law costs tens of minutes (docs/solving.md §3.13), so a check does not recompute it. It reads
 the committed table back as a distribution function (validated as a cached law is), regenerates
 every other field from the configuration and that table (coefficients, equations in words,
 quantiles, the mass below the grid, the tail), and solves m(w) again at the probe points on the
 first level of the discretisation, where the committed values must be met to :data:`PROBE_TOL`:
-a change in the equations or their solver moves them far more.
+a change in the equations or their solver moves them far more. A key-weighted law is checked the same way, and its
+moments, contour integrals of m(w) that take seconds, are computed again.
 """
 
 from __future__ import annotations
@@ -16,14 +18,20 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from gemhsa_sym.free.positions.profiled_law import Distribution
+from gemhsa_sym.export.latex import broken_sum, decimals, entry, named_terms
+from gemhsa_sym.free.expressions.matrices import NORMAL
+from gemhsa_sym.free.positions.profiled_law import Distribution, LeveledModel
 from gemhsa_sym.free.positions.profiles import T
 from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
-from gemhsa_sym.laws.causal import NOISE_PROFILE, REPORT_TOL, causal_model, causal_report, validated_distribution
+from gemhsa_sym.laws.causal import NOISE_PROFILE, REPORT_TOL, causal_model, causal_report
+from gemhsa_sym.laws.positional import validated_distribution
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.hermite import hermite_data
+from gemhsa_sym.layer.network import Network
+from gemhsa_sym.layer.network_equivalent import NetworkEquivalent
 
-__all__ = ["PROBES", "PROBE_TOL", "causal_latex", "causal_record", "record_law", "probes", "probe_differences"]
+__all__ = ["PROBES", "PROBE_TOL", "causal_latex", "causal_record", "key_weighted_latex", "key_weighted_record", "record_law",
+           "probes", "probe_differences"]
 
 #: Points of the upper half plane where the record keeps m(w) on the first level.
 PROBES: tuple[complex, ...] = (0.2 + 0.5j, 1 + 1j, 5 + 2j, 20 + 5j)
@@ -31,10 +39,10 @@ PROBES: tuple[complex, ...] = (0.2 + 0.5j, 1 + 1j, 5 + 2j, 20 + 5j)
 PROBE_TOL = 1e-6
 
 
-def probes(config: Config) -> dict[str, Any]:
-    """m(w) at :data:`PROBES` on the first level of ``config``'s causal model, with that level's nodes."""
+def probes(model: LeveledModel) -> dict[str, Any]:
+    """m(w) at :data:`PROBES` on the first level of a positional ``model``, with that level's nodes."""
     w = np.array(PROBES)
-    levels = causal_model(config).levels(w, 0.0)
+    levels = model.levels(w, 0.0)
     _, nodes, m = next(levels)
     levels.close()
     return {"w": [[z.real, z.imag] for z in w], "m": [[float(z.real), float(z.imag)] for z in m], "nodes": nodes}
@@ -77,18 +85,48 @@ def causal_record(config: Config, law: Distribution, name: str | None = None) ->
     """The record of ``config``'s law (:func:`~gemhsa_sym.laws.causal.causal_report` of ``law``), named ``name``, with the
     configuration as TOML, its formulas printed (:func:`causal_latex`) and the probes."""
     return {"name": name, "kind": "causal", "tol": REPORT_TOL, **causal_report(config, law=law),
-            "config_toml": config.to_toml(), "latex": causal_latex(config), "probes": probes(config)}
+            "config_toml": config.to_toml(), "latex": causal_latex(config), "probes": probes(causal_model(config))}
 
 
-def record_law(record: dict[str, Any], config: Config) -> Distribution:
-    """The distribution function a record holds, validated (ValueError saying what is wrong)."""
+def key_weighted_latex(equivalent: NetworkEquivalent) -> dict[str, list[str]]:
+    """The formulas of a key-weighted record, printed by SymPy (docs/extensions.md §8.7): the model Y in the first block's
+    polynomial S (each as [name, printed terms] for :func:`~gemhsa_sym.export.latex.broken_sum`, wide sums named), the key
+    weights, and the values and constants of the equivalent."""
+    model, stream = (equivalent.polynomial, None) if equivalent.written is None else equivalent.written
+    terms, factors = named_terms(decimals(model, 15))
+    first, first_factors = ([], []) if stream is None else named_terms(decimals(stream, 15))
+    g = sp.Symbol("g_j", real=True)
+    weights = [rf"{sp.latex(D)} = \operatorname{{diag}}_j\bigl({sp.latex(D.entry.subs(NORMAL, g))}\bigr)"
+               for D in equivalent.key_weights]
+    constants = [entry(sp.latex(symbol), value) for symbol, value in equivalent.values.items()]
+    constants += [entry(sp.latex(sp.Symbol(name.partition(" ")[0])), value) for name, value in equivalent.constants.items()]
+    return {"model": [broken_sum("Y", terms)], "first": [broken_sum("S", first)] if first else [],
+            "factors": [broken_sum(name, rows) for name, rows in factors + first_factors],
+            "key_weights": weights, "constants": constants}
+
+
+def key_weighted_record(network: Network, equivalent: NetworkEquivalent, report: dict[str, Any], model: LeveledModel,
+                        tol: float, name: str | None = None) -> dict[str, Any]:
+    """The record of a key-weighted law: its ``report`` (:meth:`~gemhsa_sym.laws.key_weighted.KeyWeightedLaw.report`,
+    without a density), named ``name``, with the network as TOML, its formulas printed
+    (:func:`key_weighted_latex`) and the probes of ``model``."""
+    return {"name": name, "kind": "key-weighted", "tol": tol,
+            **{key: value for key, value in report.items() if key != "density"},
+            "moments": [{"float": value} for value in report["moments"]],
+            "config_toml": network.to_toml(), "latex": key_weighted_latex(equivalent), "probes": probes(model)}
+
+
+def record_law(record: dict[str, Any], source: Config | Network, tol: float = REPORT_TOL) -> Distribution:
+    """The distribution function a causal or key-weighted record holds, for ``source`` at ``tol``, validated (ValueError
+    saying what is wrong)."""
     try:
         table = record["cdf"]
-        entry = {"config": record["config"], "tol": record["tol"], "x": table["x"], "cdf": table["F"],
-                 "density": table["density"], "error": record["error"], "level": record["level"], "nodes": record["nodes"]}
+        entry = {"config": record["config" if isinstance(source, Config) else "network"], "tol": record["tol"],
+                 "x": table["x"], "cdf": table["F"], "density": table["density"], "error": record["error"],
+                 "level": record["level"], "nodes": record["nodes"]}
     except (KeyError, TypeError):
         raise ValueError("its distribution function is missing a field") from None
-    return validated_distribution(entry, config, REPORT_TOL)
+    return validated_distribution(entry, source, tol)
 
 
 def probe_differences(committed: Any, regenerated: dict[str, Any]) -> list[str]:

@@ -1,7 +1,8 @@
-"""The standalone LaTeX document of a causal layer's law (docs/exports.md §5.5): a pure function of its
-record (:func:`~gemhsa_sym.export.causal_record.causal_record`, formulas printed by SymPy there) and of the
-Monte Carlo of ``gemhsa-sym verify`` when given. The law has no moments and no P(m, w); the document
-gives the equations, the quantiles, the distribution function by decades and the tail instead."""
+"""The standalone LaTeX documents of the laws of the positional Dyson equation (docs/exports.md §5.5): a causal layer's
+and a key-weighted network's, each a pure function of its record (:mod:`~gemhsa_sym.export.positional_record`, formulas
+printed by SymPy there) and of the Monte Carlo of ``gemhsa-sym verify`` when given. Neither law has P(m, w) (and the
+causal law no moments); the documents give the equations, the quantiles, the distribution function by decades and the
+tail or the moments instead."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from gemhsa_sym.export.document import escape
+from gemhsa_sym.export.latex import packed
 from gemhsa_sym.layer.config import Config
+from gemhsa_sym.layer.network import description_from_dict
 from gemhsa_sym.layer.statement import statement_latex
 
-__all__ = ["causal_document"]
+__all__ = ["causal_document", "key_weighted_document"]
 
 #: Quantile levels the Monte Carlo gives beside the law's.
 _LEVELS = ("0.1", "0.5", "0.9", "0.99")
@@ -82,7 +87,7 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
     checks = [f"$m(w)$ at {len(probes['w'])} points of the upper half plane on the first level ({probes['nodes']} nodes) is "
               "solved again by every check of the library and must agree to $10^{-6}$"]
     if verification is not None:
-        checks.append(_monte_carlo(verification))
+        checks.append(_monte_carlo(verification, "the softmax layer"))
     out += [r"\subsection*{How it was checked}", "; ".join(checks) + ".",
             r"\section*{Appendix}", r"\subsection*{The spectral object}", r"{\raggedright The law of " + statement + r".\par}",
             r"\subsection*{Configuration}", r"\begin{verbatim}", record["config_toml"].strip(),
@@ -106,23 +111,82 @@ def _tail(record: Mapping[str, Any]) -> str:
 
 
 def _decades(record: Mapping[str, Any]) -> list[str]:
-    """A table of F at the powers of ten of the grid."""
+    """A table of F at the powers of ten inside the grid (linear between its points)."""
     x, F = record["cdf"]["x"], record["cdf"]["F"]
-    rows = [(round(math.log10(a)), f) for a, f in zip(x, F) if abs(round(math.log10(a)) - math.log10(a)) < 1e-9]
+    low, high = math.ceil(math.log10(x[0]) - 1e-9), math.floor(math.log10(x[-1]) + 1e-9)
+    rows = [(e, float(np.interp(10.0**e, x, F))) for e in range(low, high + 1)]
     return [r"\begin{tabular}{l" + "r" * len(rows) + "}",
             "$x$ & " + " & ".join(f"$10^{{{e}}}$" for e, _ in rows) + r" \\ \hline",
             "$F(x)$ & " + " & ".join(f"{f:.4f}" for _, f in rows) + r" \\", r"\end{tabular}"]
 
 
-def _monte_carlo(data: Mapping[str, Any]) -> str:
-    """One sentence of Monte Carlo figures per n: KS of the law to the softmax layer and to its Gaussian equivalent,
+def _monte_carlo(data: Mapping[str, Any], real: str) -> str:
+    """One sentence of Monte Carlo figures per n: KS of the law to the ``real`` model and to its Gaussian equivalent,
     KS between the two, and the floor."""
     parts = []
     for p in data["by_n"]:
         theory = p["ks"] or {}
-        ks = [f"KS to the softmax layer {theory['theory_softmax']:.4f}" if "theory_softmax" in theory else None,
+        ks = [f"KS to {real} {theory['theory_softmax']:.4f}" if "theory_softmax" in theory else None,
               f"to the Gaussian equivalent {theory['theory_ge']:.4f}" if "theory_ge" in theory else None,
               f"softmax to equivalent {p['softmax_ge']['ks']:.4f}"]
         parts.append(rf"at $n = {p['n']}$ " + ", ".join(k for k in ks if k) + f" (floor {p['floor']['ks']:.4f})")
     return (rf"Monte Carlo (\texttt{{gemhsa-sym verify}}, seed {data['seed']}, {data['draws']} draws per set): "
             + "; ".join(parts) + "; the floor is the KS distance between two independent sets of the equivalent")
+
+
+def key_weighted_document(record: Mapping[str, Any], verification: Mapping[str, Any] | None = None) -> str:
+    """A standalone LaTeX document of a key-weighted law's record (a network read after layer 2, docs/extensions.md
+    §8.7), with the figures of a ``verification`` record (the JSON of ``gemhsa-sym verify`` for it) when given."""
+    tex, network = record["latex"], description_from_dict(record["network"])
+    out = [
+        r"\documentclass[10pt]{article}",
+        r"\usepackage{amsmath,amssymb}",
+        r"\usepackage[margin=1.5cm]{geometry}",
+        r"\allowdisplaybreaks",
+        r"\begin{document}",
+        rf"\section*{{Limiting spectral law after layer {network.read_layer}: {_text(record['name'] or 'network')}}}",
+        r"{\raggedright\noindent " + _text(network.summary()) + r". The law of the eigenvalues of $\mathrm{out}^{T} P\, "
+        r"\mathrm{out} / n$, $P = I - \mathbf{1}\mathbf{1}^{T} / n$, after layer " + str(network.read_layer)
+        + r" (the network in full in the appendix).\par}",
+        r"\subsection*{Gaussian equivalent}",
+        "In units of the engine (every Gaussian matrix with entries of variance scale$/n$), the law is that of the "
+        "eigenvalues of $Y^{T} Y$ with",
+        *tex["model"],
+        *(["where $S$, the first block's output less its common vector, is", *tex["first"]] if tex["first"] else []),
+        *(["with the factors", *tex["factors"]] if tex["factors"] else []),
+        "and the key weights, a deterministic diagonal over the tokens $j$ with $g_j$ independent standard Gaussians,",
+        r"\begin{gather*}" + r"\\ ".join(tex["key_weights"]) + r"\end{gather*}",
+        "The values and constants (the exact means of the laws they come from, and the common vector's size):",
+        packed(tex["constants"]),
+        *([r"\begin{itemize}", *(r"\item " + _text(note) for note in record["notes"]), r"\end{itemize}"]
+          if record["notes"] else []),
+        r"\subsection*{Equation}",
+        "The Dyson equation of the linear pencil of $Y$ with every unknown a function of the key weight's Gaussian "
+        "$g$ (an operator-valued equation over the diagonal algebra of the tokens), read on Gauss--Hermite rules of 8, 16, 32 and 64 nodes "
+        "until $m(w)$ changes by at most the tolerance times $1 + |m|$ from one rule to the next.",
+        r"\subsection*{The law}",
+        f"Solved on {record['nodes']} nodes (level {record['level']}); achieved error of the distribution function "
+        f"{record['error']:.1e} (the change from the level before). The moments, contour integrals of $m(w)$ on a circle "
+        "around the mass:",
+        r"\begin{gather*}" + r",\quad ".join(rf"M_{{{k}}} = {m['float']:.10g}" for k, m in enumerate(record["moments"], 1))
+        + r"\end{gather*}",
+        *[f"An atom at 0 of mass {a['mass']:.6g} (the rank of the centred output)." for a in record["atoms"]],
+        "No edges: " + _text(record["edges"]) + ". No algebraic equation: " + _text(record["polynomial_reason"]) + ".",
+        "", r"\begin{tabular}{l" + "r" * len(_LEVELS) + "}", "quantile & " + " & ".join(_LEVELS) + r" \\ \hline",
+        "law & " + " & ".join(_number(x) for x in record["quantiles"]["x"]) + r" \\",
+    ]
+    if verification is not None and verification.get("by_n"):
+        last = verification["by_n"][-1]
+        out += [rf"network, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["softmax"]) + r" \\",
+                rf"Gaussian equivalent, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["ge"]) + r" \\"]
+    probes = record["probes"]
+    checks = [f"$m(w)$ at {len(probes['w'])} points of the upper half plane on the first level ({probes['nodes']} nodes) "
+              "and the moments are solved again by every check of the library and must agree to $10^{-6}$"]
+    if verification is not None:
+        checks.append(_monte_carlo(verification, "the network"))
+    out += [r"\end{tabular}", "", "The distribution function by decades:", "", *_decades(record),
+            r"\subsection*{How it was checked}", "; ".join(checks) + ".",
+            r"\section*{Appendix}", r"\subsection*{The spectral object}", r"{\raggedright The law of " + _text(record["statement"])
+            + r".\par}", r"\subsection*{Network}", r"\begin{verbatim}", record["config_toml"].strip(), r"\end{verbatim}",
+            r"\end{document}", ""]
+    return "\n".join(out)
