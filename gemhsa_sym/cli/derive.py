@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--export", metavar="FORMAT=FILE", action="append", type=export_spec, default=[],
                         help="write the record in FORMAT to FILE (repeatable): "
                              + "; ".join(f"{name} ({writer.summary})" for name, writer in WRITERS.items())
-                             + ". A causal law has no P(m, w) or moments: latex and json only")
+                             + ". A causal law, and a network's after layer 2, have no P(m, w) or exact moments: latex and json only")
     parser.add_argument("--time-limit", type=seconds, default=20.0, metavar="SECONDS",
                         help="seconds allowed to each elimination attempt for P(m, w) and to its discriminant "
                              "(default 20, at most 3600)")

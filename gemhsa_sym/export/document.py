@@ -15,7 +15,7 @@ from gemhsa_sym.free.algebraic.elimination import M
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.statement import statement_latex
 
-__all__ = ["document", "escape"]
+__all__ = ["PREAMBLE", "document", "escape"]
 
 
 #: Text characters that LaTeX reads as commands, and how to print them.
@@ -34,6 +34,11 @@ EDGE_METHODS = {
 #: The same where the continuation left an edge unrefined (its ``refined`` is false in the record).
 UNREFINED = (r"Each edge is a fold of the continuation of the Dyson system, refined in multiple precision, or, where "
              r"that failed, a sign change of the density found by bisection in double precision (about 12 digits).")
+
+
+#: The lines that open a standalone document: article class, amsmath, 1.5 cm margins, displays that may break.
+PREAMBLE: tuple[str, ...] = (r"\documentclass[10pt]{article}", r"\usepackage{amsmath,amssymb}",
+                             r"\usepackage[margin=1.5cm]{geometry}", r"\allowdisplaybreaks", r"\begin{document}")
 
 
 def _edge_method(record: LawRecord) -> str:
@@ -91,11 +96,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
     tex, printed = record.latex, _Printed(record)
     config_toml = getattr(record, "config_toml", "")
     out = [
-        r"\documentclass[10pt]{article}",
-        r"\usepackage{amsmath,amssymb}",
-        r"\usepackage[margin=1.5cm]{geometry}",
-        r"\allowdisplaybreaks",
-        r"\begin{document}",
+        *PREAMBLE,
         rf"\section*{{Limiting spectral law: {escape(record.name or 'polynomial model')}}}",
     ]
     statement = _statement(record)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.export.document import escape
+from gemhsa_sym.export.document import PREAMBLE, escape
 from gemhsa_sym.export.latex import packed
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.network import description_from_dict
@@ -73,14 +73,9 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
         f"Solved on {record['nodes']} positions (level {record['level']}); achieved error of the distribution function "
         f"{record['error']:.1e} (the change from the level before). "
         f"The mass below ${below:g}$ is {mass:.4f}. " + _tail(record),
-        "", r"\begin{tabular}{l" + "r" * len(_LEVELS) + "}", "quantile & " + " & ".join(_LEVELS) + r" \\ \hline",
-        "law & " + " & ".join(_number(x) for x in record["quantiles"]["x"]) + r" \\",
+        *_quantile_table(record, verification, "softmax"),
     ]
-    if verification is not None and verification.get("by_n"):
-        last = verification["by_n"][-1]
-        out += [rf"softmax, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["softmax"]) + r" \\",
-                rf"Gaussian equivalent, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["ge"]) + r" \\"]
-    out += [r"\end{tabular}", "", "The distribution function by decades:", "",
+    out += ["", "The distribution function by decades:", "",
             *_decades(record), "", "No moments: " + _text(record["moments"]) + ". No algebraic equation: "
             + _text(record["polynomial_reason"]) + "."]
     probes = record["probes"]
@@ -93,6 +88,17 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
             r"\subsection*{Configuration}", r"\begin{verbatim}", record["config_toml"].strip(),
             r"\end{verbatim}", r"\end{document}", ""]
     return "\n".join(out)
+
+
+def _quantile_table(record: Mapping[str, Any], verification: Mapping[str, Any] | None, real: str) -> list[str]:
+    """The law's quantiles, and beside them those of the ``real`` model and of its equivalent at the largest n drawn."""
+    rows = ["", r"\begin{tabular}{l" + "r" * len(_LEVELS) + "}", "quantile & " + " & ".join(_LEVELS) + r" \\ \hline",
+            "law & " + " & ".join(_number(x) for x in record["quantiles"]["x"]) + r" \\"]
+    if verification is not None and verification.get("by_n"):
+        last = verification["by_n"][-1]
+        rows += [rf"{real}, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["softmax"]) + r" \\",
+                 rf"Gaussian equivalent, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["ge"]) + r" \\"]
+    return rows + [r"\end{tabular}"]
 
 
 def _summary(record: Mapping[str, Any]) -> str:
@@ -139,11 +145,7 @@ def key_weighted_document(record: Mapping[str, Any], verification: Mapping[str, 
     §8.7), with the figures of a ``verification`` record (the JSON of ``gemhsa-sym verify`` for it) when given."""
     tex, network = record["latex"], description_from_dict(record["network"])
     out = [
-        r"\documentclass[10pt]{article}",
-        r"\usepackage{amsmath,amssymb}",
-        r"\usepackage[margin=1.5cm]{geometry}",
-        r"\allowdisplaybreaks",
-        r"\begin{document}",
+        *PREAMBLE,
         rf"\section*{{Limiting spectral law after layer {network.read_layer}: {_text(record['name'] or 'network')}}}",
         r"{\raggedright\noindent " + _text(network.summary()) + r". The law of the eigenvalues of $\mathrm{out}^{T} P\, "
         r"\mathrm{out} / n$, $P = I - \mathbf{1}\mathbf{1}^{T} / n$, after layer " + str(network.read_layer)
@@ -172,19 +174,14 @@ def key_weighted_document(record: Mapping[str, Any], verification: Mapping[str, 
         + r"\end{gather*}",
         *[f"An atom at 0 of mass {a['mass']:.6g} (the rank of the centred output)." for a in record["atoms"]],
         "No edges: " + _text(record["edges"]) + ". No algebraic equation: " + _text(record["polynomial_reason"]) + ".",
-        "", r"\begin{tabular}{l" + "r" * len(_LEVELS) + "}", "quantile & " + " & ".join(_LEVELS) + r" \\ \hline",
-        "law & " + " & ".join(_number(x) for x in record["quantiles"]["x"]) + r" \\",
+        *_quantile_table(record, verification, "network"),
     ]
-    if verification is not None and verification.get("by_n"):
-        last = verification["by_n"][-1]
-        out += [rf"network, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["softmax"]) + r" \\",
-                rf"Gaussian equivalent, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["ge"]) + r" \\"]
     probes = record["probes"]
     checks = [f"$m(w)$ at {len(probes['w'])} points of the upper half plane on the first level ({probes['nodes']} nodes) "
               "and the moments are solved again by every check of the library and must agree to $10^{-6}$"]
     if verification is not None:
         checks.append(_monte_carlo(verification, "the network"))
-    out += [r"\end{tabular}", "", "The distribution function by decades:", "", *_decades(record),
+    out += ["", "The distribution function by decades:", "", *_decades(record),
             r"\subsection*{How it was checked}", "; ".join(checks) + ".",
             r"\section*{Appendix}", r"\subsection*{The spectral object}", r"{\raggedright The law of " + _text(record["statement"])
             + r".\par}", r"\subsection*{Network}", r"\begin{verbatim}", record["config_toml"].strip(), r"\end{verbatim}",

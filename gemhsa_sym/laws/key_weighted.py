@@ -109,11 +109,12 @@ def _contour_moments(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], 
 
 class KeyWeightedLaw(PositionalLaw):
     """The law of :class:`~gemhsa_sym.layer.network.Network` ``network`` read after layer 2 or later (module docstring),
-    at the tolerance ``tol`` of m(w); ``table`` its distribution function where it was solved before (a library record:
-    ``origin`` says so)."""
+    at the tolerance ``tol`` of m(w); ``table`` its distribution function and ``moments`` its first moments where they
+    were solved before (a library record: ``origin`` says so)."""
 
-    def __init__(self, network: Network, tol: float = TOL, table: Distribution | None = None, origin: str = "solved") -> None:
-        self.source, self.tol, self.origin, self._table = network, tol, origin, table
+    def __init__(self, network: Network, tol: float = TOL, table: Distribution | None = None, origin: str = "solved",
+                 moments: tuple[float, ...] = ()) -> None:
+        self.source, self.tol, self.origin, self._table, self._moments = network, tol, origin, table, moments
         self.equivalent: NetworkEquivalent = equivalent_of(network)
         if not self.equivalent.key_weights:
             raise ValueError("network: this network's equivalent has no key weights; its law is a spectral law")
@@ -174,6 +175,8 @@ class KeyWeightedLaw(PositionalLaw):
         half circle is the conjugate of the upper one; :func:`_contour_moments`)."""
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MOMENTS:
             raise ValueError(f"k: this law gives moments 1 to {MOMENTS}, got {k!r}")
+        if k <= len(self._moments):  # a record's, which derivations --check solves again
+            return list(self._moments[:k])
         return list(_contour_moments(*_numeric(self.source), 2 * float(self.distribution().x[-1]), self.tol)[:k])
 
     def tail_exponent(self) -> float:

@@ -10,6 +10,7 @@ from its distribution function, another law with the record's P(m, w) and the re
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -123,5 +124,9 @@ def library_law(name: str, folder: Path = LIBRARY) -> Law | None:
     except ValueError as exc:
         raise ValueError(f"{record}: not the record of this entry's law ({exc})") from None
     if isinstance(source, Network):
-        return KeyWeightedLaw(source, TOL, table, origin="library")
+        moments = data.get("moments") if isinstance(data, dict) else None
+        if not (isinstance(moments, list) and all(isinstance(m, dict) and isinstance(m.get("float"), float)
+                                                   and math.isfinite(m["float"]) for m in moments)):
+            raise ValueError(f"{record}: not the record of this entry's law (its moments are not numbers)")
+        return KeyWeightedLaw(source, TOL, table, origin="library", moments=tuple(m["float"] for m in moments))
     return CausalLaw(source, table, origin="library")
