@@ -149,8 +149,10 @@ class Network:
             block += (f" with phi = {self.activation}, alpha_mlp = {self.alpha_mlp}, W_1: d x d_ff with N(0, 1/d) and "
                       f"W_2: d_ff x d with N(0, 1/d_ff) entries, d_ff = {self._written(self.d_ff)}"
                       f"{'' if self.layer.size_n is not None else ' n'}")
+        _, of, layer = self.layer.statement.partition(", of Y = ")  # its spectral object (R^T P R / n) is not this one's
+        layer = f"alpha = {self.layer.residual}, Y = {layer}" if of else self.layer.statement
         parts = [f"the eigenvalues of out^T P out / n, P = I - 11^T/n, after layer {self.read_layer} of {self.layers} blocks, "
-                 f"each with its own weights: {block}", attention, norm, f"the attention of every layer: {self.layer.statement}"]
+                 f"each with its own weights: {block}", attention, norm, f"the attention of every layer: {layer}"]
         return "; ".join(part for part in parts if part)
 
     def sizes(self, n: int | None = None) -> dict[str, int]:
