@@ -48,10 +48,10 @@ def load(source: str | Path) -> Config | Network | PolynomialModel:
 
 def law(source: Source | MatrixExpr | ExchangeableSum | Law, ratios: Mapping[Dim, Any] | None = None,
         values: Mapping[Any, Any] | None = None) -> Law:
-    """The law of ``source`` (module docstring). A preset named by its name is read from the library's record, validated
-    against its configuration: a causal layer's law is the record's distribution function; any other takes P(m, w) and
-    the record from it (written by this package version; else derived afresh, with a warning); ``gs.law(gs.load(name))``
-    derives it afresh. A polynomial needs ``ratios`` (each dimension's size over N) and may take ``values`` of its
+    """The law of ``source`` (module docstring). A preset or library entry named by its name is read from the library's
+    record, validated against its configuration: a causal layer's law, or a network's after layer 2, is the record's
+    distribution function; any other layer's takes P(m, w) and the record from it (written by this package version;
+    else derived afresh, with a warning); ``gs.law(gs.load(name))`` derives it afresh. A polynomial needs ``ratios`` (each dimension's size over N) and may take ``values`` of its
     parameters."""
     if isinstance(source, (MatrixExpr, ExchangeableSum)):
         if ratios is None:
@@ -62,8 +62,8 @@ def law(source: Source | MatrixExpr | ExchangeableSum | Law, ratios: Mapping[Dim
                          "file holds its own")
     if isinstance(source, Law):
         return source
-    if isinstance(source, (str, Path)) and str(source) in PRESETS:
-        found = library_law(str(source))
+    if isinstance(source, str):  # a preset or library entry by its name (None for anything else)
+        found = library_law(source)
         if found is not None:
             return found
     return law_of(load(source) if isinstance(source, (str, Path)) else source)

@@ -39,7 +39,7 @@ def test_readme_example_prints_the_product_edges_to_25_digits(tmp_path: Path):
     ((_, block),) = [(path, block) for path, block in _examples() if path == README]
     # a fresh interpreter (mpmath's global precision is the default 15 digits there) in a folder of its own
     out = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
-    edges, moments, polynomial, mha, mine, causal, reason = out.splitlines()
+    edges, moments, polynomial, mha, mine, causal, reason, stack = out.splitlines()
     # docs/reference-values.md §9.3: edges of MP(1/2) ⊠ MP(1/4); mean 1 and second moment 7/4
     # of the p x p product, halved for Y^T Y (N1 = 2p: an atom 1/2 at 0)
     assert "Edge(location=0.0559355743188757665634401" in edges
@@ -59,3 +59,7 @@ def test_readme_example_prints_the_product_edges_to_25_digits(tmp_path: Path):
     median, error, answers = causal.split()
     assert 0 < float(median) and float(error) < 0.01 and answers == "False"
     assert "heavy tail" in reason
+    # the law after layer 2 of stack-2, read from its record (which derivations --check solves again): a mean and a second
+    # moment above its square, the 0.9 quantile above the mean (a right-skewed law), and no edges
+    (first, second), (top, *why) = sp.sympify(stack[:stack.index("]") + 1]), stack[stack.index("]") + 1:].split(maxsplit=1)
+    assert 0 < first < float(top) and second > first**2 and "lognormal" in why[0]
