@@ -25,6 +25,7 @@ from gemhsa_sym.export.positional_document import key_weighted_document
 from gemhsa_sym.export.positional_record import key_weighted_record
 from gemhsa_sym.free.expressions.matrices import Dim
 from gemhsa_sym.free.numeric.results import Atom
+from gemhsa_sym.free.positions import profiled_law
 from gemhsa_sym.free.positions.profiled_law import Distribution, ProfiledModel, density, distribution, stieltjes
 from gemhsa_sym.laws.positional import PositionalLaw
 from gemhsa_sym.laws.protocol import NoAnswer
@@ -65,19 +66,15 @@ def _numeric(network: Network) -> tuple[MatrixExpr, tuple[tuple[Dim, sp.Expr], .
 
 
 def far_mean(network: Network) -> float:
-    """mu_1 from m(w) far out: Re((m w - 1) w) at w = i y is mu_1 - mu_3 / y^2 + O(y^-4), extrapolated over y and 2y,
-    y = 1e4 times the mean after layer 1."""
+    """mu_1 from m(w) far out (:func:`~gemhsa_sym.free.positions.profiled_law.far_mean`, at the scale of the mean after
+    layer 1)."""
     return _far_mean(*_numeric(network), float(equivalent_of(network).constants["m_1"]))
 
 
 @functools.lru_cache(maxsize=8)
 def _far_mean(polynomial: MatrixExpr, ratios: tuple[tuple[Dim, sp.Expr], ...], scale: float) -> float:
-    y = 1e4 * scale
-    w = np.array([1j * y, 2j * y])
     with stage("the key-weighted law's mean, from m(w) far out (its pencil and Gauss-Hermite systems built first)"):
-        m = stieltjes(_model(polynomial, ratios), w, 1e-12).m
-    first = ((m * w - 1) * w).real
-    return float((4 * first[1] - first[0]) / 3)
+        return profiled_law.far_mean(_model(polynomial, ratios), scale)
 
 
 def key_weighted_table(network: Network, tol: float = TOL) -> tuple[Distribution, float]:

@@ -29,9 +29,11 @@ S_2 = S + alpha sum_h (mu_1 / sqrt(r_k) Q^h K^hT D + sigma Z^h D) (S / s) W_V^h 
 After it the common vector has size sqrt(n) per entry (the uniform part averages values that carry c / s), so a
 pre-norm branch after it sees that vector and a centred part of relative size n^-1/2: layer 2's MLP and every later
 layer add nothing centred in the limit, and the law after layer L >= 2 is layer 2's. Centred attention adds no common
-vector: where kappa_1 = 0 (no MLP, or an odd activation) D = I, and layer 2's MLP is that of the first block with its
-input's exact mean (the next layer would need the exact mean of a polynomial four times longer, which ran past ten
-minutes, so layer 3 is refused). A causal mask
+vector of its own: where kappa_1 = 0 (no MLP, or an odd activation) D = I, and layer 2's MLP is that of the first block
+with its input's exact mean (the next layer would need the exact mean of a polynomial four times longer, which ran past
+ten minutes, so layer 3 is refused); after a ReLU or GELU MLP (kappa_1 != 0) the keys are weighted, the centred
+attention adds the key-weighted average of the values, kappa_2 = kappa_1 + alpha^2 (e^{tau^2} - 1) m / s^2, and layer 2's
+MLP acts at the mean m_2 of S_2 that the positional equation gives (a decimal). A causal mask
 (its rows do not concentrate), values or outputs built from the keys, post-norms after layer 1 (the sqrt(n) common
 vector fills the norm), and the cases the recursion does not reach are refused with the reason.
 """
@@ -50,6 +52,7 @@ from sympy.matrices.expressions import MatrixExpr
 from gemhsa_sym.free.equations.derivation import derivation
 from gemhsa_sym.free.equations.series import moment_series
 from gemhsa_sym.free.expressions.matrices import NORMAL, Diagonal, Dim, Gaussian, diagonals_of
+from gemhsa_sym.free.positions.profiled_law import ProfiledModel, far_mean
 from gemhsa_sym.layer.equivalent import gaussian_equivalent, head_sum
 from gemhsa_sym.layer.hermite import hermite_data
 from gemhsa_sym.layer.network import Network
@@ -210,9 +213,11 @@ def _refusal(network: Network) -> str | None:
     if layer.heads > 1:
         return ("heads: from layer 2 on each head's keys get weights of their own, independent between heads; the Dyson "
                 "equation over one Gaussian per token is built, over H of them not: give one head")
-    if network.attention == "centred":
-        return ("attention: with centred attention and an MLP whose mean is not 0, layer 2's keys are weighted and its MLP "
-                "needs that layer's mean, which the positional equation gives only numerically: not built")
+    if network.attention == "centred" and (network.read_layer > 2 or network.norm == "none"):
+        return ("layers: with centred attention and an MLP whose mean is not 0 the law is derived up to layer 2, with a norm: "
+                "layer 3's keys would carry weights of their own beside layer 2's (a Gauss-Hermite rule over two Gaussians "
+                "per token), and without a norm the MLP's input is not built"
+                if network.read_layer > 2 else "norm: centred attention with an MLP whose mean is not 0 is built with a norm")
     if network.norm == "none" and (network.d_ff is not None or network.read_layer > 2):
         return ("norm: without a norm, the common vector of size sqrt(n) per entry after layer 2 enters the next branch "
                 "unnormalised (the MLP's neurons and the next scores see a bias of that size): no limit law is derived")
@@ -273,22 +278,39 @@ def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivale
     S = sp.MatrixSymbol("S", stream.rows, stream.cols)
     written = (_attention_layer(network, S, m, kappa, ratios, dict(values), dict(constants), "2"), stream)
     stream = _attention_layer(network, stream, m, kappa, ratios, values, constants, "2")
-    if kappa != 0:  # the sqrt(n) common vector now fills every pre-normed branch: nothing more is centred
+    if kappa != 0 and network.attention == "softmax":  # the sqrt(n) common vector now fills every pre-normed branch
         if network.d_ff is not None:
             notes.append("layer 2's MLP adds a common vector only: its normalised input is the common vector of size "
                          "sqrt(n) per entry plus a centred part of relative size n^-1/2")
         if network.read_layer > 2:
             notes.append(f"layers 3..{network.read_layer} add nothing centred in the limit (their branches see the "
                          "common vector): the law is layer 2's (frozen)")
-    elif network.d_ff is not None:  # an odd activation at bias 0: the common vector stays 0
-        m = _mean(stream, ratios, values)
+    elif network.d_ff is not None:  # centred attention: the common vector stays of size 1 per entry; layer 2's MLP acts
+        s2, tau2 = constants["s^2 (layer 2)"], constants["tau^2 (layer 2)"]
+        m2 = _mean(stream, ratios, values) if kappa == 0 else _weighted_mean(stream, ratios, values, float(m))
+        kappa2 = kappa + network.layer.residual**2 * (sp.exp(tau2) - 1) * m / s2  # the key-weighted average of the values
+        scale = sp.Integer(1) if network.norm == "none" else sp.sqrt(m2 + kappa2)
         d = next(dim for dim in ratios if dim.name == "d")
-        scale = sp.Integer(1) if network.norm == "none" else sp.sqrt(m)
-        linear, noise, _ = _mlp(network, d, stream.rows, ratios, m / scale**2, sp.Integer(0), "2")
-        stream = stream * (sp.Identity(d) + network.alpha_mlp / scale * linear)
-        if noise is not None:
-            stream = stream + network.alpha_mlp * noise
+        linear, noise, _ = _mlp(network, d, stream.rows, ratios, m2 / scale**2, kappa2 / scale**2, "2")
+        constants |= {"m_2": m2, "kappa_2": kappa2}
+
+        def block(x: MatrixExpr) -> MatrixExpr:
+            x = x * (sp.Identity(d) + network.alpha_mlp / scale * linear)
+            return x if noise is None else x + network.alpha_mlp * noise
+
+        stream, written = block(stream), (block(written[0]), written[1])
     return NetworkEquivalent(stream, ratios, values, constants, mlp, tuple(notes), written)
+
+
+def _weighted_mean(polynomial: MatrixExpr, ratios: dict[Dim, sp.Expr], values: dict[sp.Symbol, sp.Expr],
+                   scale: float) -> sp.Expr:
+    """The mean of the law of a polynomial with key weights, from m(w) far out on its positional equation
+    (:func:`~gemhsa_sym.free.positions.profiled_law.far_mean`; to about 1e-10), as a decimal of
+    :data:`COEFFICIENT_DIGITS` digits."""
+    numeric = polynomial.xreplace({symbol: sp.N(value, 30) for symbol, value in values.items()})
+    positions = next(dim for dim in ratios if dim.name == "n")
+    model = ProfiledModel(numeric, dict(ratios), positions, {})
+    return sp.Float(far_mean(model, scale), COEFFICIENT_DIGITS)
 
 
 def network_equivalent(network: Network) -> NetworkEquivalent:

@@ -71,12 +71,14 @@ CAUSAL: dict[str, Config] = {"softmax": PRESETS["causal-single-head"], "softmax,
                              "square": Config(mask="causal", score="square")}
 #: The networks of the depth section (one head, unit ratios, beta = 1, pre-LayerNorm), by the layer read: the first block
 #: with a ReLU MLP, layer 2 of two attention-only layers, layer 4 of blocks with a ReLU MLP (frozen: layer 2's law), and
-#: layer 2 of centred attention.
+#: layer 2 of centred attention, without and with a ReLU MLP (whose mean weights layer 2's keys).
 DEPTH: dict[str, dict[str, Any]] = {
     "layer 1, ReLU MLP d_ff = n, alpha = 1": {"residual": 1, "norm": "layer", "d_ff": 1},
     "layer 2, attention only, alpha = 1/2": {"residual": "1/2", "norm": "layer", "layers": 2},
     "layer 4 (frozen), ReLU MLP d_ff = n, alpha = 1": {"residual": 1, "norm": "layer", "d_ff": 1, "layers": 4},
     "layer 2, centred attention, alpha = 1": {"residual": 1, "norm": "layer", "layers": 2, "attention": "centred"},
+    "layer 2, centred attention, ReLU MLP d_ff = n, alpha = 1": {"residual": 1, "norm": "layer", "layers": 2,
+                                                               "attention": "centred", "d_ff": 1},
 }
 #: A fitted exponent of n above this: the gap has stopped shrinking (slower than n^{-1/4}).
 STALLED_EXPONENT = -0.25
@@ -260,7 +262,8 @@ def _depth_section(result: ClaimsResult) -> list[str]:
     lines = ["", "## Depth: transformer blocks at initialisation", "",
              "One head, d = d_k = d_v = n, beta = 1, pre-LayerNorm, every layer with its own weights; the law after the layer",
              "named: the first block's, layer 2's (lognormal key weights from the common vector), and after layer 2 layer 2's",
-             "again (later branches add nothing centred). real = the real network, GE = the law's equivalent drawn.", "",
+             "again (later branches add nothing centred); with centred attention layer 2's own, its keys weighted where a "
+             "ReLU MLP's mean leaves a common vector. real = the real network, GE = the law's equivalent drawn.", "",
              "| network | n | KS(theory, real) | KS(theory, GE) | KS(real, GE) | floor | mean theory / real |",
              "|---|---|---|---|---|---|---|"]
     for label, v in result.depth.items():

@@ -36,7 +36,7 @@ from gemhsa_sym.parse import to_number
 from gemhsa_sym.progress import note, stage
 
 __all__ = ["LEVELS", "NORMAL_LEVELS", "ProfileError", "LeveledModel", "ProfiledModel", "ProfiledValues", "Distribution", "stieltjes",
-           "between_points", "density", "distribution", "integrated"]
+           "between_points", "density", "distribution", "far_mean", "integrated"]
 
 #: (Gauss-Legendre order per panel, octaves of geometric grading towards t = 0) of each level.
 LEVELS: tuple[tuple[int, int], ...] = ((4, 8), (6, 16), (8, 24), (10, 32))
@@ -210,6 +210,15 @@ def stieltjes(model: LeveledModel, w: Any, tol: float = 1e-6, floor: float | np.
         previous = m
     worst = float(np.max(error / (1 + np.abs(previous))))
     raise ProfileError(f"tol: the last level ({nodes} nodes) changed m(w) by {worst:.2e} (1 + |m|), above {tol:g}")
+
+
+def far_mean(model: LeveledModel, scale: float) -> float:
+    """The law's mean from m(w) far out: Re((m w - 1) w) at w = i y is mu_1 - mu_3 / y^2 + O(y^-4), extrapolated over y
+    and 2y, y = 1e4 ``scale`` (a size of the law), m solved to 1e-12."""
+    y = 1e4 * scale
+    w = np.array([1j * y, 2j * y])
+    first = ((stieltjes(model, w, 1e-12).m * w - 1) * w).real
+    return float((4 * first[1] - first[0]) / 3)
 
 
 def density(model: LeveledModel, x: Any, tol: float = 1e-6) -> ProfiledValues:
