@@ -446,6 +446,19 @@ def test_a_cache_entry_is_read_only_through_its_validation(tmp_path: Path) -> No
     assert path not in others and len(others) == 3
 
 
+def test_a_table_with_an_exact_moment_longer_than_the_grammar_reads_back() -> None:
+    """A law whose exact mean is longer than a number may be (c^2 for a scale c of 110 digits over 109: 440 characters)
+    is tabulated with that moment as its float, so its cache entry reads back instead of being recomputed every time."""
+    c = sp.Rational(10**110 + 7, 10**109 + 3)
+    n, o = Dim("n"), Dim("o")
+    law = spectral_law(c * Gaussian("X", n, o), {n: 1, o: 1})
+    assert len(str(law.moments(1)[0])) > 200
+    table = law.tabulate(moments=2)
+    back = validated(json.loads(json.dumps(table.to_json_dict())), {}, True)
+    assert back.moment_data[0]["exact"] is None and back.moments(1)[0] == pytest.approx(float(c**2), rel=1e-12)
+    assert back.moment_data[1]["exact"] is None and back.moments(2)[1] == pytest.approx(2 * float(c**4), rel=1e-12)
+
+
 def test_a_device_is_written_through_never_replaced(tmp_path: Path) -> None:
     """An output path that is not a regular file (/dev/null) is written through, never renamed over; a file is created
     with the permissions the umask gives (not 0600)."""

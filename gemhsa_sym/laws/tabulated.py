@@ -25,7 +25,7 @@ import numpy as np
 from gemhsa_sym.free.numeric.results import Atom, Edge
 from gemhsa_sym.free.positions.profiled_law import between_points
 from gemhsa_sym.laws.protocol import Law, NoAnswer, check_points
-from gemhsa_sym.parse import parse_number
+from gemhsa_sym.parse import MAX_TEXT, parse_number
 
 __all__ = ["CDF_POINTS", "PROBES", "TabulatedLaw", "table_queries", "tabulate", "validated"]
 
@@ -197,8 +197,10 @@ def tabulate(law: Law, source: dict[str, Any], moments: list[dict[str, Any]], pr
     """The table of a law of compact support (:class:`TabulatedLaw`): its cdf without the atoms on :data:`CDF_POINTS`
     points of every support interval between ``edges`` (those the law's cdf is built on, to 16 digits) graded towards
     them (``cdf=False``: no table), atoms, ``moments`` and ``probes`` (m at :data:`PROBES`), methods and reasons, and
-    the seconds this took."""
+    the seconds this took. An exact moment longer than the number grammar reads back (:data:`~gemhsa_sym.parse.MAX_TEXT`
+    characters) is kept as its float, so that the table reads back."""
     start = time.perf_counter()
+    moments = [m if m["exact"] is None or len(m["exact"]) <= MAX_TEXT else m | {"exact": None} for m in moments]
     atoms = law.atoms()
     grids, values = [np.zeros(0)], [np.zeros(0)]
     if cdf:
