@@ -168,8 +168,8 @@ def key_weighted_document(record: Mapping[str, Any], verification: Mapping[str, 
         "until $m(w)$ changes by at most the tolerance times $1 + |m|$ from one rule to the next.",
         r"\subsection*{The law}",
         f"Solved on {record['nodes']} nodes (level {record['level']}); achieved error of the distribution function "
-        f"{record['error']:.1e} (the change from the level before). The moments, contour integrals of $m(w)$ on a circle "
-        "around the mass:",
+        f"{record['error']:.1e} (the change from the level before and the integration rule's estimate). The moments, "
+        "contour integrals of $m(w)$ on a circle around the mass:",
         r"\begin{gather*}" + r",\quad ".join(rf"M_{{{k}}} = {m['float']:.10g}" for k, m in enumerate(record["moments"], 1))
         + r"\end{gather*}",
         *[f"An atom at 0 of mass {a['mass']:.6g} (the rank of the centred output)." for a in record["atoms"]],

@@ -85,7 +85,7 @@ class CausalLaw(PositionalLaw):
             "density": f"-Im m(x + i0) / pi of {equation}, discretised level by level until m changes by at most tol (1 + |m|)",
             "stieltjes": f"{equation}, discretised level by level until m changes by at most tol (1 + |m|)",
             "atoms": "none: no eigenvalue keeps a positive fraction of the mass at one point",
-            "support": "(0, inf)", "achieved_error": "the level-to-level change of F, integrated (docs/solving.md §3.11)",
+            "support": "(0, inf)", "achieved_error": "the level-to-level change of F, integrated, and the integration rule's estimate (docs/solving.md §3.11)",
             "record": "the record of the library (docs/exports.md §5.5)", "to_latex": "the record as a document",
         }
         if not self.masked:

@@ -152,7 +152,7 @@ class KeyWeightedLaw(PositionalLaw):
             "ccdf": "1 - cdf", "quantile": "bisection on cdf inside the grid", "density": f"-Im m(x + i0) / pi of {equation}",
             "stieltjes": equation, "moments": f"contour integrals of m(w) w^k on a circle around the grid's mass ({equation})",
             "atoms": "the rank of out^T P out / n: a mass 1 - n/d at 0 where d > n", "support": "(0, inf)",
-            "achieved_error": "the level-to-level change of F, integrated (docs/solving.md §3.11)",
+            "achieved_error": "the level-to-level change of F, integrated, and the integration rule's estimate (docs/solving.md §3.11)",
             "record": "the record of the library (docs/exports.md §5.5)", "to_latex": "the record as a document",
         }
 

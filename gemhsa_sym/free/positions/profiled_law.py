@@ -334,7 +334,8 @@ def _edges_refined(model: LeveledModel, x: np.ndarray, rho: np.ndarray, error: n
     """The points, densities and level changes of the grid with points added inside every interval across which the
     density falls to 0 or rises from it (an edge of the support, or the end of a light tail), by :data:`EDGE_BISECTIONS`
     bisections of where it does: an integration rule resolves a square-root edge only to h^1.5, so it is given a short
-    interval. A bisection whose point fails verification ends them (the rule's estimate keeps the error honest)."""
+    interval. A bisection whose point fails verification or its tolerance ends them (the rule's estimate keeps the error
+    honest)."""
     zero = rho <= EDGE_LEVEL * np.max(rho)
     crossing = np.flatnonzero(zero[1:] != zero[:-1])
     low, high, outside = np.log(x[crossing]), np.log(x[crossing + 1]), zero[crossing]
@@ -343,7 +344,7 @@ def _edges_refined(model: LeveledModel, x: np.ndarray, rho: np.ndarray, error: n
         mid = np.exp((low + high) / 2)
         try:
             values = stieltjes(model, mid + 0j, tol, floor=1e-6 * mid)
-        except BranchError:
+        except (BranchError, ProfileError):
             break
         found = np.maximum(-values.m.imag / np.pi, 0.0)
         points.append(mid)
@@ -352,7 +353,7 @@ def _edges_refined(model: LeveledModel, x: np.ndarray, rho: np.ndarray, error: n
         below = (found <= EDGE_LEVEL * np.max(rho)) == outside  # the transition lies above the midpoint
         low, high = np.where(below, np.log(mid), low), np.where(below, high, np.log(mid))
     order = np.argsort(np.concatenate(points))
-    return tuple(np.concatenate(a)[order] for a in (points, densities, changes))  # type: ignore[return-value]
+    return np.concatenate(points)[order], np.concatenate(densities)[order], np.concatenate(changes)[order]
 
 
 def distribution(model: LeveledModel, x: Any, tol: float = 1e-6) -> Distribution:
