@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 from gemhsa_sym.cli.common import add_config_arguments, check_outputs, digits, grid, heads_count, input_from_args, overrides, seconds
-from gemhsa_sym.export.document import document
 from gemhsa_sym.export.record import LawRecord
 from gemhsa_sym.export.writers import WRITERS, write
 from gemhsa_sym.files import write_atomic
@@ -148,10 +148,7 @@ def _report(args: argparse.Namespace, config: Config | PolynomialModel, record: 
     if points is not None and law is not None:  # the root of P where it was found: one unknown instead of the Dyson system's
         method = "polynomial" if record.polynomial is not None else "dyson"
         report["density"] = {"x": points.tolist(), "density": law.density(points, method=method).tolist()}
-    if args.latex:
-        write_atomic(args.latex, document(record), "latex")
-    for name, path in args.export:
-        write_atomic(path, write(name, record), "export")
+    _write_record(args, record)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -198,10 +195,8 @@ def _run_causal(args: argparse.Namespace, config: Config, law: CausalLaw, start:
     """A causal configuration's law (docs/extensions.md §8.6): its model, quantiles, tail exponent."""
     report = law.report(args.grid)
     report["timing"] = {"total_s": time.perf_counter() - start, "source": law.found}
-    if args.latex:
-        write_atomic(args.latex, law.to_latex(), "latex")
-    for name, path in args.export:
-        write_atomic(path, write(name, law.record()), "export")
+    if args.latex or args.export:
+        _write_record(args, law.record())
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -234,11 +229,7 @@ def _run_numeric(args: argparse.Namespace, config: Network, law: KeyWeightedLaw,
     report = law.report(args.grid)
     report["timing"] = {"total_s": time.perf_counter() - start, "source": law.found}
     if args.latex or args.export:
-        record = law.record()
-        if args.latex:
-            write_atomic(args.latex, write("latex", record), "latex")
-        for name, path in args.export:
-            write_atomic(path, write(name, record), "export")
+        _write_record(args, law.record())
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -265,6 +256,14 @@ def _run_numeric(args: argparse.Namespace, config: Network, law: KeyWeightedLaw,
         _print_density(report["density"])
     print(f"{law.found} in {report['timing']['total_s']:.1f} s")
     return 0
+
+
+def _write_record(args: argparse.Namespace, record: Any) -> None:
+    """``--latex`` and ``--export`` of a law's record (:data:`~gemhsa_sym.export.writers.WRITERS`)."""
+    if args.latex:
+        write_atomic(args.latex, write("latex", record), "latex")
+    for name, path in args.export:
+        write_atomic(path, write(name, record), "export")
 
 
 def _print_density(table: dict) -> None:

@@ -32,7 +32,8 @@ from gemhsa_sym.layer.network_equivalent import equivalent_of
 from gemhsa_sym.layer.presets import read_input
 from gemhsa_sym.library import LIBRARY
 
-__all__ = ["LIBRARY", "causal_source", "check_file", "library_law", "library_record", "load", "records", "verification"]
+__all__ = ["LIBRARY", "causal_source", "check_file", "key_weighted_source", "library_law", "library_record", "load", "records",
+           "verification"]
 
 def check_file(path: Path) -> None:
     """Read a library file as :func:`load` does, without solving: ValueError naming the field otherwise."""
@@ -75,6 +76,14 @@ def causal_source(source: Any) -> Config | None:
     return source if isinstance(source, Config) and source.mask_rule.causal else None
 
 
+def key_weighted_source(source: Any) -> Network | None:
+    """The network of an entry whose law is key-weighted (read after layer 2, docs/extensions.md §8.7), None for any other
+    source."""
+    if isinstance(source, Network) and source.read_layer > 1 and equivalent_of(source).key_weights:
+        return source
+    return None
+
+
 def library_record(name: str, config: Config, folder: Path = LIBRARY) -> AttentionRecord | None:
     """The committed record of the library entry ``name`` where it is the record of ``config``'s law written by this
     version of the package (docs/exports.md §5.3): None where the entry has none or is causal, and, with a warning
@@ -115,8 +124,7 @@ def library_law(name: str, folder: Path = LIBRARY) -> Law | None:
     if isinstance(source, Config) and not source.mask_rule.causal:
         known = library_record(name, source, folder)
         return None if known is None else AttentionLaw(source, known=known)
-    if not isinstance(source, (Config, Network)) or (
-            isinstance(source, Network) and (source.read_layer == 1 or not equivalent_of(source).key_weights)):
+    if not (isinstance(source, Config) or key_weighted_source(source) is not None):
         return None
     data = read_json(record, "record")
     try:

@@ -56,9 +56,8 @@ from gemhsa_sym.laws.key_weighted import TOL as KEY_WEIGHTED_TOL
 from gemhsa_sym.laws.key_weighted import KeyWeightedLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.network import Network
-from gemhsa_sym.layer.network_equivalent import equivalent_of
 from gemhsa_sym.layer.presets import read_input
-from gemhsa_sym.library.catalogue import causal_source, check_file, load, records, verification
+from gemhsa_sym.library.catalogue import causal_source, check_file, key_weighted_source, load, records, verification
 from gemhsa_sym.verification.claims import SAMPLE_HEADS
 from gemhsa_sym.verification.compare import verify
 from gemhsa_sym.verification.theory import store_table, theory_task
@@ -150,7 +149,7 @@ def write(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
     for name, path in records(folder, only):
         progress(name)
         source = read_input(path)
-        causal, weighted = causal_source(source), _key_weighted(source)
+        causal, weighted = causal_source(source), key_weighted_source(source)
         if causal is not None:
             law = CausalLaw(causal) if cache is None else CausalLaw.from_table(causal, theory_task(causal, True, str(cache)))
             data = causal_record(causal, law.distribution(), name)
@@ -207,7 +206,7 @@ def check(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
             continue
         committed = read_json(json_path, "record")
         source = read_input(path)
-        causal, weighted = causal_source(source), _key_weighted(source)
+        causal, weighted = causal_source(source), key_weighted_source(source)
         if causal is not None or weighted is not None:
             found = _check_positional(name, causal or weighted, committed)
             diffs += found
@@ -220,13 +219,6 @@ def check(folder: Path, only: Sequence[str] | None = None, progress: Callable[[s
         if read_text(tex_path, "document") != made:
             diffs.append(Difference(name, "document", tex_path.name, "differs from the document of the committed record"))
     return diffs
-
-
-def _key_weighted(source: Any) -> Network | None:
-    """The network of an entry whose law is key-weighted (read after layer 2, docs/extensions.md §8.7), None otherwise."""
-    if isinstance(source, Network) and source.read_layer > 1 and equivalent_of(source).key_weights:
-        return source
-    return None
 
 
 def _check_positional(name: str, source: Config | Network, committed: Any) -> list[Difference]:
