@@ -133,6 +133,18 @@ def test_library_has_every_preset_and_the_examples() -> None:
     assert load(LIBRARY / "mqa.toml").config.name == "mqa"
 
 
+def test_wide_sums_are_named_in_one_sequence_across_formulas() -> None:
+    """A product of two wide sums names them F_1, F_2; a second formula named from 3 on (as a key-weighted record names
+    those of S after those of Y) does not repeat a name."""
+    from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
+
+    n = Dim("n")
+    W = [Gaussian(f"W_{{Q,{k}}}", n, n) for k in range(8)]
+    wide = sp.MatAdd(*[W[k] * W[(k + 1) % 8] * W[(k + 2) % 8] for k in range(8)])
+    assert [name for name, _ in named_terms(wide * W[0] * wide)[1]] == [r"\mathcal{F}_{1}", r"\mathcal{F}_{2}"]
+    assert [name for name, _ in named_terms(wide * W[0] * wide, first=3)[1]] == [r"\mathcal{F}_{3}", r"\mathcal{F}_{4}"]
+
+
 def test_polynomials_are_collected_in_powers_of_m_with_factored_coefficients() -> None:
     m, w = sp.symbols("m w")
     P = sp.expand((w**2 - 1) * m**2 - 3 * w * m + 2)

@@ -89,9 +89,9 @@ def entry(lhs: str, value: sp.Expr, width: int = WIDTH) -> str:
     return rf"{lhs} = \begin{{aligned}}[t] & " + r" \\ & ".join(lines) + r" \end{aligned}"
 
 
-def named_terms(expr: sp.Expr, width: int = WIDTH) -> tuple[list[str], list[list[Any]]]:
+def named_terms(expr: sp.Expr, width: int = WIDTH, first: int = 1) -> tuple[list[str], list[list[Any]]]:
     """Printed terms of a sum of matrix products, and the factors they name: a product wider than ``width`` has each
-    of its sums wider than a third of it replaced by a name F_1, F_2, ... (calligraphic), and each named sum comes
+    of its sums wider than a third of it replaced by a name F_first, F_{first+1}, ... (calligraphic), and each named sum comes
     back as [name, its terms] (named the same way where they are wide), so that :func:`broken_sum` may break every
     line of the model and its factors."""
     named: list[list[Any]] = []
@@ -103,7 +103,7 @@ def named_terms(expr: sp.Expr, width: int = WIDTH) -> tuple[list[str], list[list
         factors = []
         for f in t.args:
             if isinstance(f, sp.MatAdd) and printed_width(sp.latex(f)) > width / 3:
-                name = sp.MatrixSymbol(rf"\mathcal{{F}}_{{{len(named) + 1}}}", f.rows, f.cols)
+                name = sp.MatrixSymbol(rf"\mathcal{{F}}_{{{len(named) + first}}}", f.rows, f.cols)
                 slot: list[Any] = [sp.latex(name), []]
                 named.append(slot)
                 slot[1] = [term(a) for a in f.args]

@@ -90,11 +90,11 @@ def causal_record(config: Config, law: Distribution, name: str | None = None) ->
 
 def key_weighted_latex(equivalent: NetworkEquivalent) -> dict[str, list[str]]:
     """The formulas of a key-weighted record, printed by SymPy (docs/extensions.md §8.7): the model Y in the first block's
-    polynomial S (each as [name, printed terms] for :func:`~gemhsa_sym.export.latex.broken_sum`, wide sums named), the key
-    weights, and the values and constants of the equivalent."""
+    polynomial S and S itself as ``align*`` blocks (:func:`~gemhsa_sym.export.latex.broken_sum`), their wide sums named
+    F_1, F_2, ... in one sequence, the key weights, and the values and constants of the equivalent."""
     model, stream = (equivalent.polynomial, None) if equivalent.written is None else equivalent.written
     terms, factors = named_terms(decimals(model, 15))
-    first, first_factors = ([], []) if stream is None else named_terms(decimals(stream, 15))
+    first, first_factors = ([], []) if stream is None else named_terms(decimals(stream, 15), first=len(factors) + 1)
     g = sp.Symbol("g_j", real=True)
     weights = [rf"{sp.latex(D)} = \operatorname{{diag}}_j\bigl({sp.latex(D.entry.subs(NORMAL, g))}\bigr)"
                for D in equivalent.key_weights]
