@@ -132,6 +132,19 @@ def test_sixteen_token_levels_are_the_two_they_repeat() -> None:
     assert float(fine.edges(16)[-1].location) == pytest.approx(float(coarse.edges(16)[-1].location), rel=1e-12)
 
 
+def test_fifty_token_levels_have_the_mean_of_their_wishart() -> None:
+    """Fifty levels 2k/50 (659 unknowns after the reductions): the exact mean is beta^2 s s_2 + s (e^{beta^2 s^2} - 1)
+    with s, s_2 the first two moments of the spectrum. By hand: sigma^2 = e^{beta^2 s^2} - 1 - beta^2 s^2 times
+    E |x|^2 = s for the noise, and (mu_1 / s)^2 = beta^2 times s (1/d) tr (X^T X / n)^2 = s (s_2 + s^2) (the second
+    moment of the Wishart matrix X^T X / n) for the scores (docs/extensions.md §8.3)."""
+    values = [sp.Rational(2 * k, 50) for k in range(1, 51)]
+    fifty = {"values": [str(v) for v in values], "weights": ["1/50"] * 50}
+    beta = sp.Rational(3, 4)
+    law = AttentionLaw(PRESETS["single-head"].replace(tokens="covariance", token_covariance=fifty, beta=beta))
+    s, s2 = sum(values) / 50, sum(v**2 for v in values) / 50
+    assert sp.simplify(law.moments(1)[0] - (beta**2 * s * s2 + s * (sp.exp(beta**2 * s**2) - 1))) == 0
+
+
 def test_a_large_covariance_says_at_once_what_it_does_not_try() -> None:
     """Eight distinct levels leave 113 unknowns after the reductions: more than the elimination and the minimal system
     are tried for, which the law says without running out their time limits (docs/solving.md §3.2)."""

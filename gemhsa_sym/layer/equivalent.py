@@ -114,15 +114,15 @@ def _tokens(config: Config, dims: dict[str, Dim], ratios: dict[Dim, sp.Expr]) ->
     widths = [d] if config.token_covariance is None else [Dim(f"d_{b + 1}") for b in range(len(spectrum))]
     for width, (_, weight) in zip(widths, spectrum):
         ratios[width] = weight * ratios[d]
-    X = tuple(Gaussian("X" if len(widths) == 1 else f"X_{b + 1}", n, w) for b, w in enumerate(widths))
+    X = tuple(Gaussian("X" if len(widths) == 1 else f"X_{b + 1}", n, w, value)
+              for b, (w, (value, _)) in enumerate(zip(widths, spectrum)))
     suffix = [""] if len(widths) == 1 else [f"_{b + 1}" for b in range(len(widths))]
     WQ = tuple(Gaussian(f"W_Q{t}", w, d_k, 1 / ratios[d]) for t, w in zip(suffix, widths))
     WK = tuple(Gaussian(f"W_K{t}", w, d_k, 1 / ratios[d]) for t, w in zip(suffix, widths))
     WV = tuple(Gaussian(f"W_V{t}", w, d_v, 1 / ratios[d]) for t, w in zip(suffix, widths)) if rule.fresh else ()
-    roots = [sp.sqrt(value) for value, _ in spectrum]
-    Q = sp.Add(*[c * x * w for c, x, w in zip(roots, X, WQ)])
-    K = sp.Add(*[c * x * w for c, x, w in zip(roots, X, WK)])
-    V = sp.Add(*[c * x * rule.make(k, v, config.rho, _exact) for c, x, k, v in zip(roots, X, WK, WV or (None,) * len(X))])
+    Q = sp.Add(*[x * w for x, w in zip(X, WQ)])
+    K = sp.Add(*[x * w for x, w in zip(X, WK)])
+    V = sp.Add(*[x * rule.make(k, v, config.rho, _exact) for x, k, v in zip(X, WK, WV or (None,) * len(X))])
     return _Tokens(X, WQ, WK, WV, Q, K, V, WK[0] if len(widths) == 1 else None)
 
 

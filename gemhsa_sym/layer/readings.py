@@ -16,6 +16,7 @@ sigma Z^h) V^h W_O^h less its rank-one c_0 part, which column centring removes e
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +102,52 @@ def _ge_coefficients(score: str, beta: sp.Expr, normalisation: str) -> tuple[flo
     return c0, mu1, sigma2**0.5
 
 
+#: The per-head polynomial as the draws evaluate it: ("matrix", Gaussian, transposed), ("transpose", term),
+#: ("sum", terms) or ("product", coefficient, factors).
+Term = tuple
+
+
+def _term_of(expr: Any) -> Term:
+    """The :data:`Term` of a matrix polynomial without powers, as written."""
+    if isinstance(expr, Gaussian):
+        return ("matrix", expr, False)
+    if isinstance(expr, Transpose):
+        return ("matrix", expr.arg, True) if isinstance(expr.arg, Gaussian) else ("transpose", _term_of(expr.arg))
+    if isinstance(expr, MatAdd):
+        return ("sum", tuple(_term_of(a) for a in expr.args))
+    if isinstance(expr, MatMul):
+        c, mats = expr.as_coeff_matrices()
+        return ("product", c, tuple(_term_of(m) for m in mats))
+    raise TypeError(f"the Gaussian-equivalent term {expr} ({type(expr).__name__}) is not a polynomial in Gaussians")
+
+
+def _numeric(term: Term, values: dict[sp.Symbol, float]) -> Term:
+    """``term`` with its coefficients as floats at ``values``."""
+    if term[0] == "matrix":
+        return term
+    if term[0] == "product":
+        return ("product", to_float(term[1], values), tuple(_numeric(t, values) for t in term[2]))
+    return (term[0], tuple(_numeric(t, values) for t in term[1])) if term[0] == "sum" else ("transpose", _numeric(term[1], values))
+
+
+def evaluate_term(term: Term, real: dict[Gaussian, Any], multi_dot: Callable[[list[Any]], Any]) -> Any:
+    """The matrix of a numeric :data:`Term` with each Gaussian's array in ``real`` (numpy or torch), every product of
+    several factors by ``multi_dot`` (in its cheapest order)."""
+    kind = term[0]
+    if kind == "matrix":
+        return real[term[1]].T if term[2] else real[term[1]]
+    if kind == "transpose":
+        return evaluate_term(term[1], real, multi_dot).T
+    if kind == "sum":
+        parts = [evaluate_term(t, real, multi_dot) for t in term[1]]
+        out = parts[0]
+        for part in parts[1:]:
+            out = out + part
+        return out
+    arrays = [evaluate_term(t, real, multi_dot) for t in term[2]]
+    return term[1] * (arrays[0] if len(arrays) == 1 else multi_dot(arrays))
+
+
 class AttentionLayer:
     """The real layer and its Gaussian equivalent from one :class:`~gemhsa_sym.layer.config.Config` (module docstring)."""
 
@@ -113,14 +160,9 @@ class AttentionLayer:
         return gaussian_equivalent(self.config)
 
     @functools.cached_property
-    def _chains(self) -> tuple[tuple[sp.Expr, tuple[tuple[Gaussian, bool], ...]], ...]:
-        """The per-head term expanded into monomials: (coefficient, factors (Gaussian, transposed))."""
-        expanded = without_powers(self.equivalent.template.doit().expand())
-        chains = []
-        for term in expanded.args if isinstance(expanded, MatAdd) else (expanded,):
-            c, mats = term.as_coeff_matrices() if isinstance(term, MatMul) else (sp.S.One, [term])
-            chains.append((c, tuple((m.arg, True) if isinstance(m, Transpose) else (m, False) for m in mats)))
-        return tuple(chains)
+    def _term(self) -> Term:
+        """The per-head term as :func:`evaluate_term` reads it, coefficients symbolic."""
+        return _term_of(without_powers(self.equivalent.template.doit()))
 
     @property
     def centred(self) -> bool:
@@ -226,12 +268,12 @@ class AttentionLayer:
             Y += head @ w_o
         return Y
 
-    def ge_terms(self) -> tuple[tuple[float, tuple[tuple[Gaussian, bool], ...]], ...]:
-        """The monomials of the per-head term (docs/model.md §1.7) with their coefficients in double
-        precision: (coefficient, factors (Gaussian, transposed)), as every backend evaluates them."""
+    def ge_term(self) -> Term:
+        """The per-head term of the polynomial (docs/model.md §1.7) with its coefficients in double precision, as
+        :func:`evaluate_term` evaluates it on every backend: its sums and products as written, not expanded (a token
+        covariance of L levels has L^3 monomials)."""
         _, mu1, sigma = ge_coefficients(self.config)
-        values = {MU1: mu1, SIGMA: sigma}
-        return tuple((to_float(c, values), factors) for c, factors in self._chains)
+        return _numeric(self._term, {MU1: mu1, SIGMA: sigma})
 
     @staticmethod
     def ge_noise(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -240,7 +282,8 @@ class AttentionLayer:
 
     def ge_head(self, weights: Weights, h: int, tokens: Any, noise: Any) -> dict[Gaussian, Any]:
         """Head ``h``'s realisation of the polynomial's Gaussians: X = ``tokens`` (the sampler's over sqrt(n);
-        with a token covariance each block over its sqrt(lambda), with the weights' rows of that block),
+        with a token covariance X_b = the tokens' block of value lambda, the Gaussian of scale lambda, with the
+        weights' rows of that block),
         Z = ``noise``, W_Q^h, W_K^h and, where the polynomial has them, the drawn W'^h and W_O^h block;
         with orthonormal tokens the polynomial's Q, K, V are the tokens times W_Q^h, W_K^h, W'^h.
         ``tokens`` and ``noise`` may be arrays of any library (numpy for orthonormal tokens); the weights
@@ -252,9 +295,9 @@ class AttentionLayer:
             real[roles["W_K"][0]] = tokens @ weights.key.head(h)
             for V in roles["W_V"]:
                 real[V] = tokens @ weights.fresh_value.head(h)
-        else:  # a block X_b of the polynomial is the tokens' block over its sqrt(lambda)
-            for b, (start, stop, root) in enumerate(self._blocks(tokens.shape[1])):
-                real[roles["X"][b]] = tokens[:, start:stop] / root
+        else:  # a block X_b of the polynomial (scale lambda) is the tokens' block
+            for b, (start, stop, _) in enumerate(self._blocks(tokens.shape[1])):
+                real[roles["X"][b]] = tokens[:, start:stop]
                 real[roles["W_Q"][b]] = weights.query.head(h)[start:stop]
                 real[roles["W_K"][b]] = weights.key.head(h)[start:stop]
                 if roles["W_V"]:
@@ -283,14 +326,11 @@ class AttentionLayer:
 
     def _equivalent(self, weights: Weights, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         n = len(X)
-        terms = self.ge_terms()
+        term = self.ge_term()
         tokens = X / np.sqrt(n)
         Y = np.zeros((n, n if not self.config.target_rule.output_side else weights.output[0].shape[1]))
         for h in range(self.config.heads):
-            real = self.ge_head(weights, h, tokens, self.ge_noise(n, rng))
-            for c, factors in terms:
-                arrays = [real[g].T if transposed else real[g] for g, transposed in factors]
-                Y += c * (arrays[0] if len(arrays) == 1 else np.linalg.multi_dot(arrays))
+            Y += evaluate_term(term, self.ge_head(weights, h, tokens, self.ge_noise(n, rng)), np.linalg.multi_dot)
         return Y
 
 

@@ -29,7 +29,8 @@ def _tokens(config: Any) -> str:
     if config.token_rule.projected:
         return "X: sqrt(d) times n rows of a Haar orthogonal d x d matrix"
     if config.token_covariance is not None:
-        return "X = G Sigma^(1/2): G n x d with iid N(0, 1) entries, Sigma the token covariance"
+        return ("X = G Sigma^(1/2): G n x d with iid N(0, 1) entries, Sigma the token covariance; X_b in the model is X's "
+                "block of columns of eigenvalue lambda_b, with iid N(0, lambda_b) entries")
     return "X: n x d, iid N(0, 1) entries"
 
 
@@ -73,7 +74,9 @@ def statement_latex(config: Any) -> str:
     if config.token_rule.projected:
         tokens = r"$X$ is $\sqrt{d}$ times $n$ rows of a Haar orthogonal $d \times d$ matrix"
     elif config.token_covariance is not None:
-        tokens = r"$X = G \Sigma^{1/2}$ with $G \in \mathbb{R}^{n \times d}$ of iid $N(0, 1)$ entries and $\Sigma$ the token covariance"
+        tokens = (r"$X = G \Sigma^{1/2}$ with $G \in \mathbb{R}^{n \times d}$ of iid $N(0, 1)$ entries and $\Sigma$ the token "
+                  r"covariance ($X_b$ in the model is the block of columns of $X$ of eigenvalue $\lambda_b$, with iid "
+                  r"$N(0, \lambda_b)$ entries)")
     else:
         tokens = r"$X \in \mathbb{R}^{n \times d}$ has iid $N(0, 1)$ entries"
     weights = r"$W_Q^{h}, W_K^{h} \in \mathbb{R}^{d \times d_k}$ have $N(0, 1/d)$ entries"

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from gemhsa_sym.layer.readings import MODELS, AttentionLayer, Projection, Weights
+from gemhsa_sym.layer.readings import MODELS, AttentionLayer, Projection, Weights, evaluate_term
 from gemhsa_sym.layer.scores import get_score
 
 __all__ = ["device_problem", "draw_spectrum", "free_memory", "pinned_threads", "tensor_spectrum"]
@@ -124,10 +124,10 @@ def _softmax(layer: AttentionLayer, weights: Weights, x: torch.Tensor, batch: in
 
 def _equivalent(layer: AttentionLayer, weights: Weights, x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
     """The Gaussian-equivalent output, as :meth:`AttentionLayer.output` with ``model="ge"``: the polynomial's
-    monomials (:meth:`AttentionLayer.ge_terms`) on head h's realisation (:meth:`AttentionLayer.ge_head`)
+    per-head term (:meth:`AttentionLayer.ge_term`) on head h's realisation (:meth:`AttentionLayer.ge_head`)
     with Z^h drawn from ``rng`` in head order, each product by ``torch.linalg.multi_dot``."""
     device, n = x.device, x.shape[0]
-    terms = layer.ge_terms()
+    term = layer.ge_term()
     tokens = x / np.sqrt(n)
     moved: dict[int, torch.Tensor] = {}
 
@@ -142,10 +142,8 @@ def _equivalent(layer: AttentionLayer, weights: Weights, x: torch.Tensor, rng: n
     for h in range(layer.config.heads):
         noise = _tensor(layer.ge_noise(n, rng), device)
         real = {g: on_device(value) for g, value in layer.ge_head(weights, h, tokens, noise).items()}
-        for c, factors in terms:
-            tensors = [real[g].T if transposed else real[g] for g, transposed in factors]
-            Y += c * (tensors[0] if len(tensors) == 1 else torch.linalg.multi_dot(tensors))
-        del noise, real, tensors  # this head's Z goes before the next one is drawn
+        Y += evaluate_term(term, real, torch.linalg.multi_dot)
+        del noise, real  # this head's Z goes before the next one is drawn
     return Y
 
 

@@ -43,7 +43,9 @@ def _child(conn: Any, run: Callable[..., Any], args: tuple, time_limit: float) -
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     signal.alarm(int(time_limit) + 5)
     try:
-        conn.send(("ok", run(*args)))
+        answer = run(*args)
+        signal.alarm(0)  # done in time: the answer waits in the pipe until the parent reads it (a dead parent breaks it)
+        conn.send(("ok", answer))
     except Timeout:
         conn.send(("timeout", None))
     except Exception as exc:  # reported to the parent, which owns the decision
@@ -77,7 +79,8 @@ class Bounded:
                 raise
 
     def result(self) -> tuple[str, Any]:
-        """("ok", result), ("timeout", None) or ("error", message)."""
+        """("ok", result), ("timeout", None) or ("error", message); an answer the child gave within its limit is
+        returned even when this is called after the limit."""
         if self.proc is None:
             try:
                 return "ok", self.run(*self.args)
@@ -86,11 +89,12 @@ class Bounded:
             except ArithmeticError as exc:
                 return "error", str(exc)
         try:
-            while time.monotonic() < self.deadline:  # short waits: a Ctrl-C that the kernel gives to another thread of
-                check_interrupt()                    # this process interrupts no blocking call, so look for it often
+            while True:  # short waits: a Ctrl-C that the kernel gives to another thread of this process interrupts no
+                check_interrupt()  # blocking call, so look for it often; an answer given in time counts however late it is read
                 if self.parent.poll(POLL):
                     return self.parent.recv()
-            return "timeout", None
+                if time.monotonic() >= self.deadline:
+                    return "timeout", None
         except EOFError:
             return "error", f"the child process ended unexpectedly (exit code {self.proc.exitcode})"
         finally:

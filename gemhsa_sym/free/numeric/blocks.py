@@ -15,7 +15,7 @@ __all__ = ["decoupled", "nonzero_mask"]
 
 def nonzero_mask(a: np.ndarray) -> np.ndarray:
     """Where ``a`` (numbers or mpmath objects) is not zero."""
-    return np.vectorize(bool, otypes=[bool])(a) if a.dtype == object else a != 0
+    return a.astype(bool) if a.dtype == object else a != 0
 
 
 def decoupled(A: np.ndarray, E: np.ndarray, C: np.ndarray, T: np.ndarray) -> list[tuple[np.ndarray, ...]]:

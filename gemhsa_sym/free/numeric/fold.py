@@ -40,7 +40,16 @@ class FoldSystem:
         return self.base.size
 
     def _real(self, a: np.ndarray) -> np.ndarray:
-        return a.real if self.backend is DOUBLE else np.vectorize(mpmath.re, otypes=[object])(a)
+        """The real part of ``a`` (in mpmath, only its complex entries are touched: on the real axis there are none)."""
+        if self.backend is DOUBLE:
+            return a.real
+        flat = a.ravel()
+        complex_at = [i for i, v in enumerate(flat) if isinstance(v, mpmath.mpc)]
+        if not complex_at:
+            return a
+        out = flat.copy()
+        out[complex_at] = [mpmath.re(v) for v in flat[complex_at]]
+        return out.reshape(a.shape)
 
     def linearisation(self, m: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """F, dF/du and dF/dm at (m, u), batched."""

@@ -25,6 +25,7 @@ from gemhsa_sym.free.expressions.system import DysonSystem
 from gemhsa_sym.free.numeric import flint_linalg
 from gemhsa_sym.free.numeric.blocks import decoupled, nonzero_mask
 from gemhsa_sym.free.numeric.kernel.tables import Tables, dyson_tables
+from gemhsa_sym.free.numeric.sparse import NonzeroPart, double_solve, refined_solve
 
 __all__ = ["Backend", "DOUBLE", "MP", "Equations", "NumericSystem", "newton_iterates"]
 
@@ -39,7 +40,7 @@ class Backend(Protocol):
 
 
 class _Double:
-    """complex128, batched over the leading axis."""
+    """complex128, batched over the leading axis; large sparse systems solved by sparse LU (:mod:`.sparse`)."""
 
     name = "double"
 
@@ -56,6 +57,8 @@ class _Double:
         if J.shape[-1] == 1:  # one unknown: no LAPACK call (NaN/inf where J = 0; the driver rejects them)
             with np.errstate(divide="ignore", invalid="ignore"):
                 return F / J[..., 0]
+        if (x := double_solve(J, F)) is not None:
+            return x
         try:
             return np.linalg.solve(J, F[..., None])[..., 0]
         except np.linalg.LinAlgError:
@@ -74,7 +77,8 @@ class _Double:
 
 
 class _Multiprecision:
-    """Object arrays of mpmath numbers at the caller's working precision; dense solves in python-flint
+    """Object arrays of mpmath numbers at the caller's working precision; large sparse solves by
+    refinement over a double-precision LU (:mod:`.sparse`), the others dense in python-flint
     (:mod:`.flint_linalg`)."""
 
     name = "mpmath"
@@ -87,7 +91,11 @@ class _Multiprecision:
         return flint_linalg.inverse(M)
 
     def solve(self, J: np.ndarray, F: np.ndarray) -> np.ndarray:
-        return flint_linalg.solve(J, F)
+        out = np.empty_like(F)
+        for idx in np.ndindex(F.shape[:-1]):
+            x = refined_solve(J[idx], F[idx])
+            out[idx] = x if x is not None else flint_linalg.solve(J[idx][None], F[idx][None])[0]
+        return out
 
     def abs(self, x: np.ndarray) -> np.ndarray:
         return np.vectorize(abs, otypes=[object])(x)
@@ -189,29 +197,10 @@ def _rows(a: np.ndarray) -> np.ndarray:
     return a.reshape(a.shape[0], math.prod(a.shape[1:]))
 
 
-@dataclass(frozen=True)
-class _Used:
-    """The nonzero part of an (m, k, k) array T (or C) seen as an m x k^2 matrix: the rows (unknowns)
-    and flat columns (entries) where it is not zero, and that submatrix. Products with it skip the
-    zeros, which are most of it (an unknown enters few sectors, a sector few unknowns)."""
-
-    rows: np.ndarray
-    cols: np.ndarray
-    block: np.ndarray
-
-    @classmethod
-    def of(cls, T: np.ndarray) -> "_Used":
-        flat = _rows(T)
-        nonzero = nonzero_mask(flat)
-        rows, cols = np.flatnonzero(nonzero.any(axis=1)), np.flatnonzero(nonzero.any(axis=0))
-        return cls(rows, cols, np.ascontiguousarray(flat[np.ix_(rows, cols)]))
-
-
-def _contract(X: np.ndarray, T: _Used, out: np.ndarray) -> np.ndarray:
-    """out + sum_ab X[:, a, b] T[j, a, b] (X flattened after its first axis): one matrix product over
-    the nonzero part of T."""
-    if T.rows.size:
-        out[:, T.rows] += _rows(X)[:, T.cols] @ T.block.T
+def _contract(X: np.ndarray, T: NonzeroPart, out: np.ndarray) -> np.ndarray:
+    """out + sum_ab X[:, a, b] T[j, a, b] (X flattened after its first axis): one product over the
+    nonzero part of T."""
+    T.left(_rows(X), out)
     return out
 
 
@@ -223,8 +212,8 @@ class _Group:
 
     A: np.ndarray
     E: np.ndarray
-    C: _Used
-    T: _Used
+    C: NonzeroPart
+    T: NonzeroPart
     pairs: _Pairs
 
     @classmethod
@@ -232,13 +221,12 @@ class _Group:
         def flat(arrays: list[np.ndarray]) -> np.ndarray:
             return np.concatenate([_rows(a) for a in arrays], axis=1)
 
-        return cls(np.stack(A), np.stack(E), _Used.of(flat(C)), _Used.of(flat(T)), _Pairs.stacked(C, T))
+        return cls(np.stack(A), np.stack(E), NonzeroPart.of(flat(C)), NonzeroPart.of(flat(T)), _Pairs.stacked(C, T))
 
     def matrices(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
         """M_s(g, w) of the group's sectors, shape (P, S, k, k)."""
         M = _rows(self.A[None] + w[:, None, None, None] * self.E[None])
-        if self.C.rows.size:
-            M[:, self.C.cols] += g[:, self.C.rows] @ self.C.block
+        self.C.right(g, M)
         return M.reshape(len(g), *self.A.shape)
 
 
