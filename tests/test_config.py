@@ -35,6 +35,9 @@ PRESET_FIELDS = {
     "heads-infinite": dict(heads="oo", d_k=None, d_v=None, share_q="independent", share_k="independent"),
     "causal-single-head": dict(heads=1, d_k=1, mask="causal"),
     "causal-mha": dict(heads=4, d_k=R(1, 4), d_v=R(1, 4), mask="causal"),
+    "causal-mqa": dict(heads=4, d_k=R(1, 4), d_v=R(1, 4), share_k=ALL4, share_v=ALL4, mask="causal"),
+    "causal-gqa": dict(heads=8, d_k=R(1, 8), d_v=R(1, 8), share_k=((0, 1), (2, 3), (4, 5), (6, 7)),
+                       share_v=((0, 1), (2, 3), (4, 5), (6, 7)), mask="causal"),
 }
 
 
@@ -50,7 +53,7 @@ def test_preset_fields(name: str) -> None:
     assert config.n == 1 and config.d == 1 and config.d_out == 1 and config.size_n is None
     for key, value in PRESET_FIELDS[name].items():
         assert getattr(config, key) == value, key
-    if name not in {"mqa", "gqa", "shared-q", "heads-infinite"}:
+    if name not in {"mqa", "gqa", "shared-q", "heads-infinite", "causal-mqa", "causal-gqa"}:
         independent = tuple((h,) for h in range(config.heads))
         assert config.share_q == config.share_k == config.share_v == independent
 

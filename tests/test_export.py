@@ -327,6 +327,38 @@ def test_causal_document_compiles_with_its_monte_carlo(tmp_path: Path) -> None:
     assert overfull(log) == []
 
 
+#: What a formula or a reference looks like when it was left in text mode: escaped signs, numbers in e-notation, a
+#: power written t^2, a path of the repository.
+TEXT_MODE_FORMULA = re.compile(r"\\textgreater|\\textless|\\~\{\}|\\\^\{\}|\b\d(\.\d+)?e[-+]?\d|docs/|\.md\b|\.py\b")
+
+
+def _text_outside_math(tex: str) -> str:
+    """The document without its math ($...$, equation and gather blocks) and its verbatim configuration."""
+    tex = re.sub(r"\\begin\{(verbatim|equation\*|gather\*|align\*)\}.*?\\end\{\1\}", "", tex, flags=re.S)
+    return re.sub(r"\$[^$]*\$", "", tex)
+
+
+def test_causal_documents_typeset_every_formula(tmp_path: Path) -> None:
+    """A causal document is in paper form (docs/exports.md §5.5): no escaped comparison sign, tilde or caret, no number in
+    e-notation and no path of the repository in its text; the configuration line typesets H, the ratios, the shared
+    projections and beta."""
+    from gemhsa_sym.export.positional_document import causal_document
+
+    record = causal_entry(tmp_path)
+    documents = {"square": causal_document(record)}
+    for name in ("causal-single-head", "causal-mha", "causal-mqa", "causal-gqa"):
+        if (LIBRARY / f"{name}.tex").exists():
+            documents[name] = (LIBRARY / f"{name}.tex").read_text()
+    for name, tex in documents.items():
+        found = TEXT_MODE_FORMULA.search(_text_outside_math(tex))
+        assert found is None, (name, found.group(0) if found else None)
+    assert r"$H = 1$; $d = 1$, $d_k = 1$" in documents["square"] and r"$\beta = 1$, square, causal mask" in documents["square"]
+    from gemhsa_sym.layer.presets import PRESETS
+
+    mqa = json.loads((LIBRARY / "causal-mha.json").read_text()) | {"config": PRESETS["causal-mqa"].to_dict()}
+    assert r"(ratios to $n$); $W_K$, $W_V$ shared by all heads; $\beta = 1$" in causal_document(mqa)
+
+
 def test_the_computer_algebra_exports_read_back_to_the_records_polynomial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """P(m, w) written for SymPy (read back by the package's grammar, never eval) and for Mathematica (read by SymPy's
     Mathematica parser) is the record's P; for the product of two Wisharts it is the cubic of docs/reference-values.md

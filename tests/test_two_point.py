@@ -100,8 +100,7 @@ def test_softmax_causal_model_is_the_two_point_equation_and_refuses_what_it_does
     model = causal_model(Config(mask="causal", heads=2))
     assert isinstance(model, MaskedScoresModel) and model.scores == pytest.approx(2.0) and model.noise == pytest.approx(math.e - 2)
     assert model.system(0).pencil.nodes == model.quadrature(0).size
-    for field, config in (("share_k", Config(mask="causal", heads=2, share_k="all")), ("kv", Config(mask="causal", kv="tied")),
-                          ("residual", Config(mask="causal", residual=1))):
+    for field, config in (("kv", Config(mask="causal", kv="tied")), ("residual", Config(mask="causal", residual=1))):
         with pytest.raises(NotImplementedError, match=f"^{field}: the two-point equation"):
             causal_model(config)
 
@@ -117,7 +116,7 @@ def test_a_pencil_that_does_not_fit_its_sides_is_refused() -> None:
 
 def draw_without_c0(config: Config, n: int, seed: np.random.SeedSequence) -> np.ndarray:
     """Eigenvalues of Y_c^T Y_c of the causal Gaussian equivalent without its uniform part, written out here: tokens
-    N(0, 1), W_Q, W_K, W_V N(0, 1 / d), W_O N(0, 1 / (H d_v)), A^h = tril(mu_1 Q^h K^hT / sqrt(d_k) + sigma Z^h) / i,
+    N(0, 1), W_Q, W_K, W_V N(0, 1 / d) (one per sharing group), W_O N(0, 1 / (H d_v)), A^h = tril(mu_1 Q^h K^hT / sqrt(d_k) + sigma Z^h) / i,
     Y = sum_h A^h X W_V^h W_O^h (the layer's normalisation, docs/model.md §1.1)."""
     sizes = config.sizes(n)
     d, dk, dv, dout, H = sizes["d"], sizes["d_k"], sizes["d_v"], sizes["d_out"], int(config.heads)
@@ -125,8 +124,16 @@ def draw_without_c0(config: Config, n: int, seed: np.random.SeedSequence) -> np.
     X = rng.standard_normal((n, d))
     rows = np.arange(1, n + 1, dtype=float)[:, None]
     Y = np.zeros((n, dout))
-    for _ in range(H):
-        WQ, WK, WV = (rng.normal(0.0, d**-0.5, (d, c)) for c in (dk, dk, dv))
+    drawn: dict[tuple[str, int], np.ndarray] = {}  # W_Q, W_K, W_V by sharing group: the heads of a group read one
+
+    def weight(which: str, head: int, cols: int) -> np.ndarray:
+        key = (which, config.group_of(which, head))
+        if key not in drawn:
+            drawn[key] = rng.normal(0.0, d**-0.5, (d, cols))
+        return drawn[key]
+
+    for h in range(H):
+        WQ, WK, WV = weight("q", h, dk), weight("k", h, dk), weight("v", h, dv)
         WO = rng.normal(0.0, (H * dv) ** -0.5, (dv, dout))
         A = np.tril(SOFTMAX[0] ** 0.5 * (X @ WQ) @ (X @ WK).T / math.sqrt(dk) + math.sqrt(SOFTMAX[1]) * rng.standard_normal((n, n)))
         Y += (A / rows) @ (X @ WV) @ WO
@@ -134,12 +141,13 @@ def draw_without_c0(config: Config, n: int, seed: np.random.SeedSequence) -> np.
     return np.linalg.eigvalsh(Y.T @ Y)
 
 
-@pytest.mark.parametrize("config", [Config(mask="causal", d_out="1/2"), Config(mask="causal", heads=2)])
+@pytest.mark.parametrize("config", [Config(mask="causal", d_out="1/2"), Config(mask="causal", heads=2),
+                                    Config(mask="causal", heads=2, share_q="all")])
 def test_two_point_law_against_monte_carlo(config: Config) -> None:
     """m(w) at the 27 nodes of the first level against the mean of 1 / (w - lambda) over two draws at n = 800 of the
-    model written out above (measured: 0.0018 for one head with d_out = d / 2, 0.0008 for two heads), and the same
-    equation with the masked scores replaced by independent noise of their variance, which misses it (measured:
-    0.024 and 0.020): the two-point structure carries the law."""
+    model written out above (measured: 0.0018 for one head with d_out = d / 2, 0.0008 for two heads, 0.0017 for two
+    heads sharing W_Q), and the same equation with the masked scores replaced by independent noise of their variance,
+    which misses it (measured: 0.024, 0.020 and 0.030): the two-point structure carries the law."""
     model = causal_model(config)
     m, _ = solve(model.system(0), POINTS)
     eigenvalues = np.concatenate([draw_without_c0(config, 800, s) for s in np.random.SeedSequence(11).spawn(2)])
@@ -222,6 +230,29 @@ def test_two_heads_standing_for_all_equal_every_head_written_out(heads: int) -> 
     full = solve(TwoPointSystem(heads_pencil(rule.size, heads, ratios, reduced=False), rule, 4.0, math.e - 2), POINTS, 1e-13)[0]
     reduced = solve(TwoPointSystem(heads_pencil(rule.size, heads, ratios), rule, 4.0, math.e - 2), POINTS, 1e-13)[0]
     assert np.max(np.abs(full - reduced)) < 1e-11
+
+
+@pytest.mark.parametrize("heads", [2, 3])
+def test_shared_keys_and_values_leave_the_law_unchanged_and_shared_queries_do_not(heads: int) -> None:
+    """Every head written out, sharing W_K and W_V (multi-query), W_K alone, or W_K and W_V in groups of two, against
+    the heads' own projections: the same m to the iteration's tolerance, since the pairings of a shared W_K or W_V
+    across heads read blocks that the symmetry (W_Q^h, W_O^h) -> -(W_Q^h, W_O^h) of one head turns into their
+    negatives (docs/equations.md §2.11). Sharing W_Q breaks that symmetry and changes m (by 0.023 at two heads and
+    0.041 at three, at w = 0.2 + 0.5i)."""
+    rule = Quadrature.graded(1, 3, 3)
+    ratios = {"d": 1.0, "d_k": 1 / heads, "d_v": 1 / heads, "d_out": 0.5}
+    own, pairs, one = tuple(range(heads)), tuple(h // 2 for h in range(heads)), (0,) * heads
+    alone = solve(TwoPointSystem(heads_pencil(rule.size, heads, ratios), rule, 4.0, math.e - 2), POINTS, 1e-13)[0]
+    for groups in ({"q": own, "k": one, "v": one}, {"q": own, "k": one, "v": own}, {"q": own, "k": pairs, "v": pairs}):
+        pencil = heads_pencil(rule.size, heads, ratios, reduced=False, groups=groups)
+        assert np.max(np.abs(solve(TwoPointSystem(pencil, rule, 4.0, math.e - 2), POINTS, 1e-13)[0] - alone)) < 1e-10
+    pencil = heads_pencil(rule.size, heads, ratios, reduced=False, groups={"q": one, "k": own, "v": own})
+    assert np.max(np.abs(solve(TwoPointSystem(pencil, rule, 4.0, math.e - 2), POINTS, 1e-13)[0] - alone)) > 0.01
+    with pytest.raises(ValueError, match="^reduced: heads that share a projection"):
+        heads_pencil(rule.size, heads, ratios, groups={"q": one, "k": own, "v": own})
+    gqa = causal_model(Config(mask="causal", heads=heads, share_k="all", share_v="all"))
+    assert gqa.system(0).pencil.exchangeable == heads  # solved as the heads' own projections, two standing for all
+    assert causal_model(Config(mask="causal", heads=heads, share_q="all")).system(0).pencil.exchangeable == 1
 
 
 def test_side_blocks_invert_a_matrix_symmetric_in_its_heads() -> None:

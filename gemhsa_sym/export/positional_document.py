@@ -31,7 +31,14 @@ def _text(text: str) -> str:
 
 
 def _number(x: float | None) -> str:
-    return "--" if x is None else f"{x:.4g}"
+    """A table entry: four significant digits, a power of ten typeset where Python would write e-notation."""
+    if x is None:
+        return "--"
+    text = f"{x:.4g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    return rf"${mantissa} \cdot 10^{{{int(exponent)}}}$"
 
 
 def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] | None = None) -> str:
@@ -47,7 +54,7 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
         r"\usepackage[margin=1.5cm]{geometry}",
         r"\begin{document}",
         rf"\section*{{Limiting spectral law of a causal layer: {_text(record['name'] or 'configuration')}}}",
-        r"{\raggedright\noindent " + _text(_summary(record)) + ". The law of " + statement.partition(": ")[0].partition(", of $Y")[0]
+        r"{\raggedright\noindent " + _summary(record) + ". The law of " + statement.partition(": ")[0].partition(", of $Y")[0]
         + r" (in full in the appendix).\par}",
         r"\subsection*{Gaussian-equivalence coefficients}",
         r"\begin{gather*}" + r",\quad ".join(tex["coefficients"]) + r"\end{gather*}",
@@ -64,19 +71,19 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
                 "where $P_t$ keeps the keys $u \\le t$ and $r_k = d_k / n$. On the nodes $t_k$ and weights $\\omega_k$ of "
                 "a graded Gauss--Legendre rule,", r"\begin{gather*}" + tex["equations"][2] + r"\end{gather*}",
                 "and the matrix $\\sum_k \\phi_k C_{t_k}$ is solved for given $\\phi_k$ by the Dyson equation of its "
-                "linear pencil, in which the tokens occur masked ($X^{T} P_{t_k}$)."]
+                "linear pencil, in which the tokens occur masked ($X^{T} P_{t_k}$)." + _sharing(Config.from_dict(record["config"]))]
     else:
         out += ["The noise has the variance profile", r"\begin{equation*}" + tex["equations"][0] + r"\end{equation*}",
-                "over the token positions; " + _text(record["equation"]) + "."]
+                "over the token positions; " + tex["equation"][0] + "."]
     out += [
         r"\subsection*{The law}",
         f"Solved on {record['nodes']} positions (level {record['level']}); achieved error of the distribution function "
-        f"{record['error']:.1e} (the change from the level before). "
-        f"The mass below ${below:g}$ is {mass:.4f}. " + _tail(record),
+        f"${_number_latex(record['error'])}$ (the change from the level before). "
+        f"The mass below ${_number_latex(below)}$ is {mass:.4f}. " + _tail(record),
         *_quantile_table(record, verification, "softmax"),
     ]
     out += ["", "The distribution function by decades:", "",
-            *_decades(record), "", "No moments: " + _text(record["moments"]) + ". No algebraic equation: "
+            *_decades(record), "", "No moments: " + tex["moments"][0] + ". No algebraic equation: "
             + _text(record["polynomial_reason"]) + "."]
     probes = record["probes"]
     checks = [f"$m(w)$ at {len(probes['w'])} points of the upper half plane on the first level ({probes['nodes']} nodes) is "
@@ -101,19 +108,48 @@ def _quantile_table(record: Mapping[str, Any], verification: Mapping[str, Any] |
     return rows + [r"\end{tabular}"]
 
 
+def _number_latex(x: float) -> str:
+    """``x`` in LaTeX math with two significant digits, as a times 10^b outside [0.01, 1000)."""
+    if x == 0 or 0.01 <= abs(x) < 1000:
+        return f"{x:.2g}"
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
+
+
 def _summary(record: Mapping[str, Any]) -> str:
-    """The configuration in one line: heads, ratios, score and temperature."""
+    """The configuration in one line, typeset: heads, ratios, the projections the heads share, score and temperature."""
     c = record["config"]
-    return (f"H={c['heads']}; d={c['d']}, d_k={c['d_k']}, d_v={c['d_v']}, d_out={c['d_out']} (ratios to n); "
-            f"beta={c['beta']}, {c['score']}, causal mask")
+    config = Config.from_dict(c)
+    ratios = ", ".join(rf"${name} = {c[key]}$" for name, key in (("d", "d"), ("d_k", "d_k"), ("d_v", "d_v"), ("d_{out}", "d_out")))
+    shared: dict[str, list[str]] = {}
+    for x in "qkv":
+        groups = len({config.group_of(x, h) for h in range(config.heads)})
+        if groups < config.heads:
+            shared.setdefault("by all heads" if groups == 1 else f"in {groups} groups of heads", []).append(f"$W_{x.upper()}$")
+    sharing = "".join(f"; {', '.join(names)} shared {how}" for how, names in shared.items())
+    return rf"$H = {c['heads']}$; {ratios} (ratios to $n$){sharing}; $\beta = {c['beta']}$, {_text(c['score'])}, causal mask"
+
+
+def _sharing(config: Config) -> str:
+    """What shared projections do to the equation (docs/equations.md §2.11), as a sentence ("" without sharing)."""
+    shared = {x for x in "qkv" if len({config.group_of(x, h) for h in range(config.heads)}) < config.heads}
+    if not shared:
+        return ""
+    if "q" in shared:
+        return " The heads that share a matrix read one Gaussian in the pencil, which is written with every head."
+    return (r" The heads that share $W_K$ or $W_V$ have the law of heads with their own projections: the map "
+            r"$(W_Q^{(h)}, W_O^{(h)}) \mapsto -(W_Q^{(h)}, W_O^{(h)})$ of one head leaves $C_t$ unchanged and turns every "
+            "block of the resolvent between that head and another into its negative, so those blocks vanish, and the "
+            "pairings of a shared matrix across heads read only them.")
 
 
 def _tail(record: Mapping[str, Any]) -> str:
     """The tail exponent, or why there is none."""
     low, high = record["tail_range"]
     if record["tail_exponent"] is None:
-        return "No tail exponent: " + _text(record["tail_reason"]) + "."
-    return rf"Tail: $P(\lambda > x) \sim c\, x^{{-\kappa}}$ with $\kappa = {record['tail_exponent']:.3f}$ fitted on [{low:g}, {high:g}]."
+        return "No tail exponent: " + record["latex"]["tail"][0] + "."
+    return (rf"Tail: $P(\lambda > x) \sim c\, x^{{-\kappa}}$ with $\kappa = {record['tail_exponent']:.3f}$ fitted on "
+            rf"$[{_number_latex(low)}, {_number_latex(high)}]$.")
 
 
 def _decades(record: Mapping[str, Any]) -> list[str]:
@@ -168,7 +204,7 @@ def key_weighted_document(record: Mapping[str, Any], verification: Mapping[str, 
         "until $m(w)$ changes by at most the tolerance times $1 + |m|$ from one rule to the next.",
         r"\subsection*{The law}",
         f"Solved on {record['nodes']} nodes (level {record['level']}); achieved error of the distribution function "
-        f"{record['error']:.1e} (the change from the level before and the integration rule's estimate). The moments, "
+        f"${_number_latex(record['error'])}$ (the change from the level before and the integration rule's estimate). The moments, "
         "contour integrals of $m(w)$ on a circle around the mass:",
         r"\begin{gather*}" + r",\quad ".join(rf"M_{{{k}}} = {m['float']:.10g}" for k, m in enumerate(record["moments"], 1))
         + r"\end{gather*}",

@@ -22,7 +22,7 @@ from gemhsa_sym.export.latex import broken_sum, decimals, entry, named_terms
 from gemhsa_sym.free.expressions.matrices import NORMAL
 from gemhsa_sym.free.positions.profiled_law import Distribution, LeveledModel
 from gemhsa_sym.free.positions.profiles import T
-from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
+from gemhsa_sym.free.positions.two_point_solver import LEVELS, MaskedScoresModel
 from gemhsa_sym.laws.causal import NOISE_PROFILE, REPORT_TOL, causal_model, causal_report
 from gemhsa_sym.laws.positional import validated_distribution
 from gemhsa_sym.layer.config import Config
@@ -50,7 +50,9 @@ def probes(model: LeveledModel) -> dict[str, Any]:
 
 def causal_latex(config: Config) -> dict[str, list[str]]:
     """The formulas of the record, printed by SymPy: the Gaussian-equivalence coefficients, a row of the causal
-    Gaussian equivalent, and the equations of its law (docs/equations.md §2.9, §2.11)."""
+    Gaussian equivalent, and the equations of its law (docs/equations.md §2.9, §2.11); and the sentences a document
+    gives in words with their formulas typeset (the equation of a noise profile, why the two-point law has no tail
+    exponent, why no moments)."""
     c = hermite_data(config.score, config.beta * config.score_scale, config.normalisation)
     c0, mu1, sigma, r_k, t, u, w = sp.symbols("c_0 mu_1 sigma r_k t u w", positive=True)
     i, j, k, H = sp.symbols("i j k H", integer=True, positive=True)
@@ -76,9 +78,19 @@ def causal_latex(config: Config) -> dict[str, list[str]]:
             + sp.latex(1 / n) + r"\operatorname{tr}\bigl(C_{t_k} R\bigr),\quad " + sp.latex(R) + r" = \Bigl(\sum_{k} "
             + sp.latex(phi[k]) + r" C_{t_k} - w\Bigr)^{-1},\quad m(w) = -\tau(R)",
         ]
+        words = []
+        tail = [rf"the two-point levels grade the query positions over {LEVELS[0][1]} octaves, and the largest eigenvalues "
+                rf"come from the rows of the smallest positions (variance ${sp.latex(1 / t**2)}$): the law's tail above "
+                r"about $10^{3}$ is cut, within the tolerance of $F$ but not in its exponent"]
     else:
         equations = [r"s(t, u) = " + sp.latex(sp.Piecewise((NOISE_PROFILE.row.subs(T, t), u <= t), (0, True)))]
-    return {"coefficients": coefficients, "equivalent": equivalent, "equations": equations}
+        words = [r"the Dyson equation of the pencil with $g_{ab}(t)$ for the blocks on the token positions and "
+                 r"$\eta(t) = \mathrm{row}(t) \int_0^t g(u)\, du$"]
+        tail = []
+    moments = [r"the law has a heavy tail, $P(\lambda > x) \sim c\, x^{-\kappa}$ with $\kappa$ near 1 (row $i$ of the "
+               r"noise has variance $n / i$), so its mean and every higher moment diverge"]
+    return {"coefficients": coefficients, "equivalent": equivalent, "equations": equations, "equation": words,
+            "tail": tail, "moments": moments}
 
 
 def causal_record(config: Config, law: Distribution, name: str | None = None) -> dict[str, Any]:

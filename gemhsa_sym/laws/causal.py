@@ -76,23 +76,29 @@ def causal_model(config: Config) -> ProfiledModel | MaskedScoresModel:
 
 
 def _masked_scores(config: Config, mu1_squared: float, sigma2: float) -> MaskedScoresModel:
-    """The two-point model of masked scores (docs/equations.md §2.11) for heads with their own projections."""
+    """The two-point model of masked scores (docs/equations.md §2.11) for heads with their own W_O: where they share
+    W_Q, every head written out with the configuration's groups of W_Q, W_K and W_V; else the pencil of heads with
+    their own projections, whose law shared W_K and W_V do not change."""
     fields = [("heads", config.infinite_heads, "infinitely many heads"),
               ("kv", config.kv != "independent", f"kv = {config.kv!r}"),
               ("output", config.output != "independent", f"output = {config.output!r}"),
               ("residual", config.residual is not None, "a residual stream"),
               ("tokens", not config.token_rule.torch, "these tokens")]
-    if not config.infinite_heads:
-        fields += [(f"share_{x}", len({config.group_of(x, h) for h in range(config.heads)}) < config.heads,
-                    f"shared W_{x.upper()}") for x in "qkv"]
     for name, refused, what in fields:
         if refused:
             raise NotImplementedError(
                 f"{name}: the two-point equation of a causal layer's masked scores is written for heads with their own "
-                f"W_Q, W_K, W_V, W_O and Gaussian tokens (docs/equations.md §2.11), not for {what}")
+                f"W_O, values independent of the keys, Gaussian tokens and no residual stream (docs/equations.md §2.11), not "
+                f"for {what}")
     r = {key: float(value) for key, value in config.ratios().items() if key != "n"}
     heads = int(config.heads)
-    return MaskedScoresModel(functools.partial(heads_pencil, heads=heads, ratios=r), mu1_squared / r["d_k"], sigma2)
+    queries = tuple(config.group_of("q", h) for h in range(heads))
+    if len(set(queries)) == heads:  # shared W_K, W_V leave the law unchanged (docs/equations.md §2.11): the heads' own
+        pencil = functools.partial(heads_pencil, heads=heads, ratios=r)  # pencil, two of them standing for all
+    else:
+        groups = {x: tuple(config.group_of(x, h) for h in range(heads)) for x in "qkv"}
+        pencil = functools.partial(heads_pencil, heads=heads, ratios=r, reduced=False, groups=groups)
+    return MaskedScoresModel(pencil, mu1_squared / r["d_k"], sigma2)
 
 
 @functools.lru_cache(maxsize=8)
@@ -126,7 +132,7 @@ def causal_report(config: Config, grid: np.ndarray | None = None, law: Distribut
         "config": config.to_dict(),
         "statement": config.statement,
         "coefficients": {"c0": str(coefficients.c0), "mu1": str(coefficients.mu1), "sigma2": str(coefficients.sigma2)},
-        **_description(model),
+        **_description(model, config),
         "left_out": "the uniform causal part c_0 C V W_O, C_ij = 1/i on j <= i (its effect fades with n, docs/extensions.md §8.6)",
         "nodes": law.nodes,
         "level": law.level,
@@ -149,12 +155,17 @@ def causal_report(config: Config, grid: np.ndarray | None = None, law: Distribut
     return report
 
 
-def _description(model: ProfiledModel | MaskedScoresModel) -> dict[str, str]:
+def _description(model: ProfiledModel | MaskedScoresModel, config: Config) -> dict[str, str]:
     """The model and its equation in words, for :func:`causal_report`."""
     if isinstance(model, MaskedScoresModel):
+        shared = [f"W_{x.upper()}" for x in "qkv" if len({config.group_of(x, h) for h in range(config.heads)}) < config.heads]
+        sharing = ("" if not shared else f"; {', '.join(shared)} shared by groups of heads: " + (
+            "every head written out" if "W_Q" in shared else
+            "the law of the heads' own projections, since a symmetry of each head cancels the pairings across heads "
+            "(docs/equations.md §2.11)"))
         return {"model": "rows given the tokens: independent Gaussian rows of covariance C_t / n, C_t = t^-2 [mu_1^2 / r_k "
                          "A_t^T A_t + sigma^2 sum_h V^hT B_t V^h], A_t = sum_h W_Q^h W_K^hT B_t V^h, B_t = X^T P_t X, "
-                         "V^h = W_V^h W_O^h (masked scores with fresh queries)",
+                         "V^h = W_V^h W_O^h (masked scores with fresh queries)" + sharing,
                 "profile": "the keys u <= t of query position t: the masks P_t at the nodes of the rule",
                 "equation": "the two-point Dyson equation: R = (sum_k phi_k C_k - w)^-1, phi_k = omega_k / (1 + (1/n) tr(C_k R)), "
                             "H given phi_k by the Dyson equation of its masked pencil (docs/equations.md §2.11)"}

@@ -36,6 +36,8 @@ def _presets() -> dict[str, Config]:
         "heads-infinite": dict(heads="oo"),
         "causal-single-head": single | dict(mask="causal"),
         "causal-mha": mha | dict(mask="causal"),
+        "causal-mqa": mha | dict(share_k="all", share_v="all", mask="causal"),
+        "causal-gqa": dict(heads=8, d_k="1/8", d_v="1/8", share_k={"groups": 4}, share_v={"groups": 4}, mask="causal"),
     }
     return {name: Config(name=name, **spec) for name, spec in specs.items()}
 

@@ -65,9 +65,12 @@ ATTENTION_BETAS: tuple[str, ...] = ("1/4", "1/2", "3/4", "1", "5/4", "3/2")
 #: Relative agreement of the Stieltjes transforms for "law preserved".
 PROBE_TOL = 1e-10
 #: The causal layers of the causal section (unit ratios, beta = 1): softmax with one head and with four (H d_k = d),
+#: multi-query (four heads sharing W_K and W_V) and grouped-query attention (eight heads, four groups sharing them),
 #: compared by their samples and by their laws (the two-point equation of their masked scores), and the square score
 #: (mu_1 = 0, one head), whose law is its noise's variance profile.
 CAUSAL: dict[str, Config] = {"softmax": PRESETS["causal-single-head"], "softmax, 4 heads": PRESETS["causal-mha"],
+                             "softmax, MQA (4 heads)": PRESETS["causal-mqa"],
+                             "softmax, GQA (8 heads, 4 groups)": PRESETS["causal-gqa"],
                              "square": Config(mask="causal", score="square")}
 #: The networks of the depth section (one head, unit ratios, beta = 1, pre-LayerNorm), by the layer read: the first block
 #: with a ReLU MLP, layer 2 of two attention-only layers, layer 4 of blocks with a ReLU MLP (frozen: layer 2's law), and
@@ -210,7 +213,8 @@ def _causal_section(result: ClaimsResult) -> list[str]:
     if not result.causal:
         return []
     lines = ["", "## Causal attention (a decoder layer)", "",
-             "Unit ratios, beta = 1, one head (four with H d_k = d where said); query i sees the keys j <= i. GE = the",
+             "Unit ratios, beta = 1, one head (more with H d_k = d where said; MQA and GQA share W_K and W_V); query i",
+             "sees the keys j <= i. GE = the",
              "conjectured Gaussian equivalent (c_0 + mu_1 S0_ij + sigma Z_ij) / i on j <= i. The theory leaves out the",
              "uniform part c_0 / i: for softmax (mu_1 = 1) it is the two-point Dyson equation of the masked scores, for the",
              "square score (mu_1 = 0) the variance profile of the noise. The law has no moments: medians and 99 %",

@@ -142,10 +142,13 @@ def weightless_pencil(nodes: int, gamma: float) -> MaskedPencil:
                         (("r", "b", 1.0), *(("b", f"b{k}", 1.0) for k in K)))
 
 
-def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool = True) -> MaskedPencil:
-    """The pencil of H = sum_k phi_k C_k for ``heads`` heads with their own W_Q, W_K, W_V, W_O (module
-    docstring): ``ratios`` of the sides "d", "d_k", "d_v", "d_out" to n; weights N(0, 1 / (d N)) for W_Q,
-    W_K, W_V and N(0, 1 / (H d_v N)) for W_O, as the bidirectional layer's (docs/model.md §1.1).
+def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool = True,
+                 groups: dict[str, tuple[int, ...]] | None = None) -> MaskedPencil:
+    """The pencil of H = sum_k phi_k C_k for ``heads`` heads with their own W_O (module docstring): ``ratios`` of
+    the sides "d", "d_k", "d_v", "d_out" to n; weights N(0, 1 / (d N)) for W_Q, W_K, W_V and N(0, 1 / (H d_v N))
+    for W_O, as the bidirectional layer's (docs/model.md §1.1). ``groups`` gives, for "q", "k" and "v", the
+    sharing group of each head: the heads of a group read one W_Q (W_K, W_V), whose occurrences then pair across
+    them (grouped-query and multi-query attention); without it every head has its own.
 
     Variables, per head h and node k: v1 = W_O r, v = W_V v1, p = X v, s_k = X^T P_k p, f_k = W_K^T s_k;
     a_k = sum_h W_Q f_k (shared by the heads: one query per row), e_k = W_Q^T a_k, o_k = W_K e_k,
@@ -153,36 +156,44 @@ def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool
     sum_h W_O^T c - w r.
 
     ``reduced``: two heads written out, labelled, standing for all of them (docs/solving.md §3.14); else every head
-    written out."""
+    written out. Heads that share a projection are not exchangeable one by one, so their pencil writes every head
+    out."""
     if heads < 1 or nodes < 1:
         raise ValueError("heads, nodes: at least one of each")
+    group = {x: tuple(range(heads)) if groups is None else tuple(groups[x]) for x in "qkv"}
+    if any(len(g) != heads for g in group.values()):
+        raise ValueError(f"groups: one sharing group per head, for {heads} heads")
+    shared = any(len(set(g)) < heads for g in group.values())
+    if shared and reduced:
+        raise ValueError("reduced: heads that share a projection are not exchangeable one by one; write every head out")
     K, Hs = range(nodes), range(min(heads, 2) if reduced else heads)
     d = [f"{x}{h}" for h in Hs for x in ("v", "b")] + [f"a{k}" for k in K]
     d += [f"{x}{h}_{k}" for h in Hs for k in K for x in ("s", "o", "b")]
     dk = [f"{x}{h}_{k}" for h in Hs for k in K for x in ("f", "e")]
     sides = (("d_out", ("r",)), ("d_v", tuple(f"{x}{h}" for h in Hs for x in ("v1", "c"))), ("d", tuple(d)), ("d_k", tuple(dk)),
              ("n", tuple(f"p{h}" for h in Hs) + tuple(f"q{h}_{k}" for h in Hs for k in K)))
-    gaussians = [("X", ("n", "d", 1.0))]
+    gaussians = {"X": ("n", "d", 1.0)}
     occ = []
     for h in Hs:
-        gaussians += [(f"W_Q{h}", ("d", "d_k", 1 / ratios["d"])), (f"W_K{h}", ("d", "d_k", 1 / ratios["d"])),
-                      (f"W_V{h}", ("d", "d_v", 1 / ratios["d"])), (f"W_O{h}", ("d_v", "d_out", 1 / (heads * ratios["d_v"])))]
-        occ += [Occurrence(f"W_O{h}", False, f"v1{h}", "r"), Occurrence(f"W_V{h}", False, f"v{h}", f"v1{h}"),
-                Occurrence("X", False, f"p{h}", f"v{h}"), Occurrence(f"W_V{h}", True, f"c{h}", f"b{h}"),
+        Q, Kh, V = (f"W_{x.upper()}{group[x][h] if shared else h}" for x in "qkv")
+        gaussians |= {Q: ("d", "d_k", 1 / ratios["d"]), Kh: ("d", "d_k", 1 / ratios["d"]), V: ("d", "d_v", 1 / ratios["d"]),
+                      f"W_O{h}": ("d_v", "d_out", 1 / (heads * ratios["d_v"]))}
+        occ += [Occurrence(f"W_O{h}", False, f"v1{h}", "r"), Occurrence(V, False, f"v{h}", f"v1{h}"),
+                Occurrence("X", False, f"p{h}", f"v{h}"), Occurrence(V, True, f"c{h}", f"b{h}"),
                 Occurrence(f"W_O{h}", True, "r", f"c{h}")]
         for k in K:
             x = f"{h}_{k}"
-            occ += [Occurrence("X", True, f"s{x}", f"p{h}", node=k, masked=True), Occurrence(f"W_K{h}", True, f"f{x}", f"s{x}"),
-                    Occurrence(f"W_Q{h}", False, f"a{k}", f"f{x}"), Occurrence(f"W_Q{h}", True, f"e{x}", f"a{k}"),
-                    Occurrence(f"W_K{h}", False, f"o{x}", f"e{x}"), Occurrence("X", False, f"q{x}", f"o{x}"),
+            occ += [Occurrence("X", True, f"s{x}", f"p{h}", node=k, masked=True), Occurrence(Kh, True, f"f{x}", f"s{x}"),
+                    Occurrence(Q, False, f"a{k}", f"f{x}"), Occurrence(Q, True, f"e{x}", f"a{k}"),
+                    Occurrence(Kh, False, f"o{x}", f"e{x}"), Occurrence("X", False, f"q{x}", f"o{x}"),
                     Occurrence("X", True, f"b{x}", f"q{x}", "psi", k, True), Occurrence("X", True, f"b{x}", f"p{h}", "chi", k, True)]
     links = tuple((f"b{h}", f"b{h}_{k}", 1.0) for h in Hs for k in K)
     # tr(C_k R) = sum over heads h, h' of tau of the block (b_k of h', b of h): the mu_1 part couples the heads
     delta = tuple(tuple((f"b{g}_{k}", f"b{h}") for g in Hs for h in Hs) for k in K)
     side_ratios = (("d_out", ratios["d_out"]), ("d_v", ratios["d_v"]), ("d", ratios["d"]), ("d_k", ratios["d_k"]), ("n", 1.0))
     if not reduced:
-        return MaskedPencil(sides, tuple(gaussians), tuple(occ), side_ratios, "r", delta, "d", links)
+        return MaskedPencil(sides, tuple(gaussians.items()), tuple(occ), side_ratios, "r", delta, "d", links)
     templates = [f"W_{x}{{h}}" for x in "QKVO"] + [f"{x}{{h}}" for x in ("v1", "c", "v", "b", "p")]
     templates += [f"{x}{{h}}_{k}" for k in K for x in ("s", "o", "b", "f", "e", "q")]
     labels = tuple((t.format(h=h), h, t.format(h="")) for h in Hs for t in templates)
-    return MaskedPencil(sides, tuple(gaussians), tuple(occ), side_ratios, "r", delta, "d", links, heads, labels)
+    return MaskedPencil(sides, tuple(gaussians.items()), tuple(occ), side_ratios, "r", delta, "d", links, heads, labels)
