@@ -121,21 +121,17 @@ def _summary(record: Mapping[str, Any]) -> str:
     c = record["config"]
     config = Config.from_dict(c)
     ratios = ", ".join(rf"${name} = {c[key]}$" for name, key in (("d", "d"), ("d_k", "d_k"), ("d_v", "d_v"), ("d_{out}", "d_out")))
-    shared: dict[str, list[str]] = {}
-    for x in "qkv":
-        groups = len({config.group_of(x, h) for h in range(config.heads)})
-        if groups < config.heads:
-            shared.setdefault("by all heads" if groups == 1 else f"in {groups} groups of heads", []).append(f"$W_{x.upper()}$")
-    sharing = "".join(f"; {', '.join(names)} shared {how}" for how, names in shared.items())
+    sharing = "".join(f"; {', '.join(f'${name}$' for name in names)} shared {_text(how)}"
+                      for how, names in config.shared().items())
     return rf"$H = {c['heads']}$; {ratios} (ratios to $n$){sharing}; $\beta = {c['beta']}$, {_text(c['score'])}, causal mask"
 
 
 def _sharing(config: Config) -> str:
     """What shared projections do to the equation (docs/equations.md §2.11), as a sentence ("" without sharing)."""
-    shared = {x for x in "qkv" if len({config.group_of(x, h) for h in range(config.heads)}) < config.heads}
+    shared = {name for names in config.shared().values() for name in names}
     if not shared:
         return ""
-    if "q" in shared:
+    if "W_Q" in shared:
         return " The heads that share a matrix read one Gaussian in the pencil, which is written with every head."
     return (r" The heads that share $W_K$ or $W_V$ have the law of heads with their own projections: the map "
             r"$(W_Q^{(h)}, W_O^{(h)}) \mapsto -(W_Q^{(h)}, W_O^{(h)})$ of one head leaves $C_t$ unchanged and turns every "

@@ -158,7 +158,7 @@ def causal_report(config: Config, grid: np.ndarray | None = None, law: Distribut
 def _description(model: ProfiledModel | MaskedScoresModel, config: Config) -> dict[str, str]:
     """The model and its equation in words, for :func:`causal_report`."""
     if isinstance(model, MaskedScoresModel):
-        shared = [f"W_{x.upper()}" for x in "qkv" if len({config.group_of(x, h) for h in range(config.heads)}) < config.heads]
+        shared = [name for names in config.shared().values() for name in names]
         sharing = ("" if not shared else f"; {', '.join(shared)} shared by groups of heads: " + (
             "every head written out" if "W_Q" in shared else
             "the law of the heads' own projections, since a symmetry of each head cancels the pairings across heads "

@@ -351,11 +351,9 @@ class Config:
             raise ValueError("config: a polynomial model, not an attention configuration; read it with presets.read_input")
         return cls.from_dict(data)
 
-    def summary(self) -> str:
-        """One line describing the layer, built from the fields."""
-        ratios = self.ratios()
-        parts = [f"H={self.heads}"] + [f"{key}={'d/H' if ratios[key] is None else ratio_text(ratios[key])}"
-                                       for key in DIMENSIONS[1:]]
+    def shared(self) -> dict[str, list[str]]:
+        """The weight matrices some heads share, by how: "by all heads", "in G groups" or "as [[...], ...]" (W_V left
+        out where it follows the keys)."""
         shared: dict[str, list[str]] = {}
         for which, key in SHARING_FIELDS.items():
             groups = getattr(self, key)
@@ -365,7 +363,14 @@ class Config:
                 text = ("by all heads" if spec == "all" else
                         f"in {len(groups)} groups" if isinstance(spec, dict) else f"as {spec}")
                 shared.setdefault(text, []).append(f"W_{which.upper()}")
-        parts += [f"{', '.join(names)} shared {text}" for text, names in shared.items()]
+        return shared
+
+    def summary(self) -> str:
+        """One line describing the layer, built from the fields."""
+        ratios = self.ratios()
+        parts = [f"H={self.heads}"] + [f"{key}={'d/H' if ratios[key] is None else ratio_text(ratios[key])}"
+                                       for key in DIMENSIONS[1:]]
+        parts += [f"{', '.join(names)} shared {text}" for text, names in self.shared().items()]
         value_rule, output_rule = VALUE_RULES[self.kv], OUTPUT_RULES[self.output]
         if value_rule.summary:
             parts.append(value_rule.summary + (f" with rho={self.rho}" if value_rule.uses_rho else ""))
