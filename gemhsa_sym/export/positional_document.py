@@ -30,15 +30,20 @@ def _text(text: str) -> str:
     return escape(text).replace("<", r"\textless{}").replace(">", r"\textgreater{}")
 
 
+def _typeset(text: str) -> str:
+    """A number Python has written (``2.7e-03``) as LaTeX math, its e-notation as a power of ten."""
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    return rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
+
+
 def _number(x: float | None) -> str:
     """A table entry: four significant digits, a power of ten typeset where Python would write e-notation."""
     if x is None:
         return "--"
     text = f"{x:.4g}"
-    if "e" not in text:
-        return text
-    mantissa, exponent = text.split("e")
-    return rf"${mantissa} \cdot 10^{{{int(exponent)}}}$"
+    return text if "e" not in text else f"${_typeset(text)}$"
 
 
 def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] | None = None) -> str:
@@ -110,10 +115,7 @@ def _quantile_table(record: Mapping[str, Any], verification: Mapping[str, Any] |
 
 def _number_latex(x: float) -> str:
     """``x`` in LaTeX math with two significant digits, as a times 10^b outside [0.01, 1000)."""
-    if x == 0 or 0.01 <= abs(x) < 1000:
-        return f"{x:.2g}"
-    mantissa, exponent = f"{x:.1e}".split("e")
-    return rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
+    return f"{x:.2g}" if x == 0 or 0.01 <= abs(x) < 1000 else _typeset(f"{x:.1e}")
 
 
 def _summary(record: Mapping[str, Any]) -> str:
