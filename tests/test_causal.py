@@ -28,11 +28,11 @@ def test_mask_is_a_validated_field_that_round_trips() -> None:
         Config(mask="causal", target="attention")
 
 
-def test_causal_layer_has_no_polynomial_and_tied_values_have_no_law() -> None:
+def test_causal_layer_has_no_polynomial_and_orthonormal_tokens_have_no_law() -> None:
     with pytest.raises(NotImplementedError, match="^mask: the Gaussian equivalent of a causal layer"):
         gaussian_equivalent(Config(mask="causal"))
-    with pytest.raises(NotImplementedError, match="^kv: the two-point equation"):
-        causal_model(Config(mask="causal", kv="tied"))
+    with pytest.raises(NotImplementedError, match="^tokens: the two-point equation"):
+        causal_model(Config(mask="causal", tokens="orthonormal"))
 
 
 def test_square_score_law_is_the_profiled_noise() -> None:
@@ -63,9 +63,9 @@ def test_square_score_law_against_monte_carlo(model: str, law: ProfiledValues) -
 
 
 def test_derive_refuses_a_causal_layer_without_a_law_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["derive", "tied-kv", "--set", "mask=causal"]) == 2
+    assert main(["derive", "single-head", "--set", "mask=causal", "--set", "tokens=orthonormal"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("gemhsa-sym: error: kv: the two-point equation") and "\n" not in err
+    assert err.startswith("gemhsa-sym: error: tokens: the two-point equation") and "\n" not in err
 
 
 def test_causal_law_cache_reads_back_a_valid_entry_and_names_what_is_wrong_with_a_bad_one(tmp_path) -> None:
@@ -95,22 +95,22 @@ def test_causal_law_cache_reads_back_a_valid_entry_and_names_what_is_wrong_with_
 
 
 def test_verify_of_a_causal_layer_without_a_law_compares_the_samples_alone(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
-    """No law (values tied to the keys): KS(softmax, GE) and the floor against n with their fitted exponents, and the
+    """No law (orthonormal tokens): KS(softmax, GE) and the floor against n with their fitted exponents, and the
     reason, in the report."""
     import json
 
-    assert main(["verify", "tied-kv", "--set", "mask=causal", "--n", "100,200", "--draws", "1", "--json", "--quiet"]) == 0
+    assert main(["verify", "single-head", "--set", "mask=causal", "--set", "tokens=orthonormal", "--n", "100,200", "--draws", "1", "--json", "--quiet"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["theory"] is None and report["no_theory"].startswith("kv: the two-point equation")
+    assert report["theory"] is None and report["no_theory"].startswith("tokens: the two-point equation")
     assert [p["ks"] for p in report["by_n"]] == [None, None]
     assert {key for key in report["scaling"] if key.endswith("_exponent")} == {"ks_softmax_ge_exponent", "ks_floor_exponent"}
     assert all(0 < p["softmax_ge"]["ks"] < 0.2 and 0 < p["floor"]["ks"] < 0.2 for p in report["by_n"])
-    assert main(["verify", "tied-kv", "--set", "mask=causal", "--n", "100,200", "--draws", "1", "--quiet"]) == 0
+    assert main(["verify", "single-head", "--set", "mask=causal", "--set", "tokens=orthonormal", "--n", "100,200", "--draws", "1", "--quiet"]) == 0
     text = capsys.readouterr().out
-    assert "theory   none: kv: the two-point equation" in text and "fitted   ks_softmax_ge ~ n^" in text
+    assert "theory   none: tokens: the two-point equation" in text and "fitted   ks_softmax_ge ~ n^" in text
     pytest.importorskip("matplotlib")
     figure = tmp_path / "causal.png"
-    assert main(["verify", "tied-kv", "--set", "mask=causal", "--n", "100", "--draws", "1", "--quiet", "--plot",
+    assert main(["verify", "single-head", "--set", "mask=causal", "--set", "tokens=orthonormal", "--n", "100", "--draws", "1", "--quiet", "--plot",
                  str(figure)]) == 0
     assert figure.stat().st_size > 10_000
 

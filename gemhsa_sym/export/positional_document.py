@@ -66,8 +66,10 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
         r"\subsection*{Causal Gaussian equivalent}",
         r"Query $i$ sees the keys $j \le i$; the conjectured equivalent of the attention matrix is",
         r"\begin{equation*}" + tex["equivalent"][0] + r"\end{equation*}",
-        "The law is that of the eigenvalues of $Y_c^{T} Y_c / n$ of the column-centred output, without the uniform part "
-        "$c_0 / i$ (Monte Carlo shows its effect on the law fading with $n$).",
+        ("The law is that of the eigenvalues of $Y_c^{T} Y_c / n$ of the column-centred output" if "residual" not in record["config"]
+         else r"The law is that of the eigenvalues of $R^{T} P R / n$ of the residual stream $R = X + \alpha \sqrt{n}\, Y$, "
+              r"$P = I - \mathbf{1}\mathbf{1}^{T} / n$")
+        + ", without the uniform part $c_0 / i$ (Monte Carlo shows its effect on the law fading with $n$).",
         r"\subsection*{Equations}",
     ]
     if masked:
@@ -133,7 +135,7 @@ def _sharing(config: Config) -> str:
     shared = {name for names in config.shared().values() for name in names}
     if not shared:
         return ""
-    if "W_Q" in shared:
+    if "W_Q" in shared or config.output != "independent":
         return " The heads that share a matrix read one Gaussian in the pencil, which is written with every head."
     return (r" The heads that share $W_K$ or $W_V$ have the law of heads with their own projections: the map "
             r"$(W_Q^{(h)}, W_O^{(h)}) \mapsto -(W_Q^{(h)}, W_O^{(h)})$ of one head leaves $C_t$ unchanged and turns every "

@@ -69,11 +69,19 @@ def causal_latex(config: Config) -> dict[str, list[str]]:
         total = rf"\sum_{{h=1}}^{{{sp.latex(sp.Integer(config.heads))}}}"
         C = sp.MatrixSymbol("C_t", d, d)
         phi, omega, delta = (sp.IndexedBase(x) for x in (r"\phi", r"\omega", r"\delta"))
+        if config.residual is None:
+            covariance = (sp.latex(C) + " = " + sp.latex(1 / t**2) + r"\Bigl(" + sp.latex(mu1**2 / r_k * A.T * A) + " + "
+                          + sp.latex(sigma**2) + total + sp.latex(V.T * B * V) + r"\Bigr)")
+        else:  # the residual stream X + alpha Y: rows x_t (I + alpha M_t) plus alpha times the noise
+            alpha, I = sp.Symbol(r"\alpha", positive=True), sp.Identity(d)
+            M = sp.MatMul(alpha * mu1 / (t * sp.sqrt(r_k)), A)
+            covariance = (sp.latex(C) + " = " + sp.latex((I + M).T * (I + M)) + " + " + sp.latex(alpha**2 * sigma**2 / t**2)
+                          + total + sp.latex(V.T * B * V) + r",\quad " + sp.latex(sp.Eq(alpha, config.residual)))
         equations = [
-            sp.latex(C) + " = " + sp.latex(1 / t**2) + r"\Bigl(" + sp.latex(mu1**2 / r_k * A.T * A) + " + "
-            + sp.latex(sigma**2) + total + sp.latex(V.T * B * V) + r"\Bigr)",
+            covariance,
             sp.latex(A) + " = " + total + sp.latex(WQ * WK.T * B * V) + r",\quad " + sp.latex(sp.Eq(B, X.T * P * X))
-            + r",\quad " + sp.latex(sp.Eq(V, WV * WO)),
+            + r",\quad " + sp.latex(sp.Eq(V, _values(config, WK, WV) * _outputs(config, WK, WO)))
+            + (r",\quad \rho = " + sp.latex(config.rho) if config.kv == "correlated" else ""),
             sp.latex(sp.Eq(phi[k], omega[k] / (1 + delta[k]))) + r",\quad " + sp.latex(delta[k]) + " = "
             + sp.latex(1 / n) + r"\operatorname{tr}\bigl(C_{t_k} R\bigr),\quad " + sp.latex(R) + r" = \Bigl(\sum_{k} "
             + sp.latex(phi[k]) + r" C_{t_k} - w\Bigr)^{-1},\quad m(w) = -\tau(R)",
@@ -91,6 +99,18 @@ def causal_latex(config: Config) -> dict[str, list[str]]:
                r"noise has variance $n / i$), so its mean and every higher moment diverge"]
     return {"coefficients": coefficients, "equivalent": equivalent, "equations": equations, "equation": words,
             "tail": tail, "moments": moments}
+
+
+def _values(config: Config, WK: sp.MatrixSymbol, WV: sp.MatrixSymbol) -> sp.MatrixExpr:
+    """W_V^h by the configuration's value rule (docs/model.md §1.8)."""
+    rho = sp.Symbol(r"\rho", real=True)
+    return {"independent": WV, "tied": WK, "correlated": rho * WK + sp.sqrt(1 - rho**2) * WV}[config.kv]
+
+
+def _outputs(config: Config, WK: sp.MatrixSymbol, WO: sp.MatrixSymbol) -> sp.MatrixExpr:
+    """W_O^h by the configuration's output rule (docs/model.md §1.8)."""
+    d, H, d_v = sp.symbols("d H d_v", positive=True)
+    return WO if config.output == "independent" else sp.sqrt(d / (H * d_v)) * WK.T
 
 
 def causal_record(config: Config, law: Distribution, name: str | None = None) -> dict[str, Any]:

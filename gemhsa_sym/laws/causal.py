@@ -10,8 +10,8 @@ u <= t, t = i / n. Two models, by the score's linear coefficient:
 - mu_1 != 0 (softmax): the masked scores mu_1 (S0 (.) M) / t are not a polynomial in Gaussian
   matrices and do not act like independent noise; they act like masked scores with fresh queries,
   whose law is the two-point Dyson equation of docs/equations.md §2.11 (:mod:`.free.two_point`, :mod:`.free.two_point_solver`),
-  written for heads with their own W_Q, W_K, W_V, W_O; other configurations are refused naming the
-  field.
+  written for heads with their own W_O (W_Q, W_K, W_V shared in groups or not), with or without the
+  residual stream; other configurations are refused naming the field.
 
 The uniform causal part c_0 C V W_O (C_ij = 1/i on j <= i) is left out of both: Monte Carlo shows its
 effect on the law fading with n (docs/extensions.md §8.6).
@@ -76,29 +76,26 @@ def causal_model(config: Config) -> ProfiledModel | MaskedScoresModel:
 
 
 def _masked_scores(config: Config, mu1_squared: float, sigma2: float) -> MaskedScoresModel:
-    """The two-point model of masked scores (docs/equations.md §2.11) for heads with their own W_O: where they share
-    W_Q, every head written out with the configuration's groups of W_Q, W_K and W_V; else the pencil of heads with
-    their own projections, whose law shared W_K and W_V do not change."""
-    fields = [("heads", config.infinite_heads, "infinitely many heads"),
-              ("kv", config.kv != "independent", f"kv = {config.kv!r}"),
-              ("output", config.output != "independent", f"output = {config.output!r}"),
-              ("residual", config.residual is not None, "a residual stream"),
-              ("tokens", not config.token_rule.torch, "these tokens")]
-    for name, refused, what in fields:
-        if refused:
-            raise NotImplementedError(
-                f"{name}: the two-point equation of a causal layer's masked scores is written for heads with their own "
-                f"W_O, values independent of the keys, Gaussian tokens and no residual stream (docs/equations.md §2.11), not "
-                f"for {what}")
+    """The two-point model of masked scores (docs/equations.md §2.11), its values and outputs by the configuration's
+    rules: where heads with their own W_O share W_K or W_V only, the pencil of heads with their own projections,
+    whose law that sharing does not change; where they share W_Q, or share anything with key-built outputs, every
+    head written out with the configuration's groups."""
+    if not config.token_rule.torch:  # (Config itself refuses a causal mask with infinitely many heads)
+        raise NotImplementedError(
+            f"tokens: the two-point equation of a causal layer's masked scores is written for Gaussian tokens, whose "
+            f"prefixes B_t = X^T P_t X have free increments (docs/equations.md §2.11), not for {config.tokens} tokens")
     r = {key: float(value) for key, value in config.ratios().items() if key != "n"}
-    heads = int(config.heads)
-    queries = tuple(config.group_of("q", h) for h in range(heads))
-    if len(set(queries)) == heads:  # shared W_K, W_V leave the law unchanged (docs/equations.md §2.11): the heads' own
-        pencil = functools.partial(heads_pencil, heads=heads, ratios=r)  # pencil, two of them standing for all
-    else:
-        groups = {x: tuple(config.group_of(x, h) for h in range(heads)) for x in "qkv"}
-        pencil = functools.partial(heads_pencil, heads=heads, ratios=r, reduced=False, groups=groups)
-    return MaskedScoresModel(pencil, mu1_squared / r["d_k"], sigma2)
+    heads, residual = int(config.heads), config.residual is not None
+    # the residual stream X + alpha Y: alpha taken into the Hermite data (docs/equations.md §2.11)
+    scale = float(config.residual) ** 2 if residual else 1.0
+    rules = {"residual": residual, "kv": config.kv, "rho": float(config.rho), "output": config.output}
+    groups = {x: tuple(config.group_of(x, h) for h in range(heads)) for x in "qkv"}
+    # shared W_K, W_V leave the law of heads with their own W_Q and W_O unchanged (docs/equations.md §2.11): the
+    # heads' own pencil, two of them standing for all
+    own = len(set(groups["q"])) == heads and (config.output == "independent" or all(len(set(g)) == heads for g in groups.values()))
+    pencil = (functools.partial(heads_pencil, heads=heads, ratios=r, **rules) if own else
+              functools.partial(heads_pencil, heads=heads, ratios=r, reduced=False, groups=groups, **rules))
+    return MaskedScoresModel(pencil, scale * mu1_squared / r["d_k"], scale * sigma2)
 
 
 @functools.lru_cache(maxsize=8)
@@ -155,17 +152,27 @@ def causal_report(config: Config, grid: np.ndarray | None = None, law: Distribut
     return report
 
 
+def _value_rule(config: Config) -> str:
+    """V^h = W_V^h W_O^h in words, by the configuration's value and output rules (docs/model.md §1.8)."""
+    values = {"independent": "W_V^h", "tied": "W_K^h", "correlated": f"({config.rho} W_K^h + sqrt(1 - {config.rho}^2) W_V^h)"}
+    return values[config.kv] + (" W_O^h" if config.output == "independent" else " sqrt(d / (H d_v)) W_K^hT")
+
+
 def _description(model: ProfiledModel | MaskedScoresModel, config: Config) -> dict[str, str]:
     """The model and its equation in words, for :func:`causal_report`."""
     if isinstance(model, MaskedScoresModel):
         shared = [name for names in config.shared().values() for name in names]
         sharing = ("" if not shared else f"; {', '.join(shared)} shared by groups of heads: " + (
-            "every head written out" if "W_Q" in shared else
+            "every head written out" if "W_Q" in shared or config.output != "independent" else
             "the law of the heads' own projections, since a symmetry of each head cancels the pairings across heads "
             "(docs/equations.md §2.11)"))
-        return {"model": "rows given the tokens: independent Gaussian rows of covariance C_t / n, C_t = t^-2 [mu_1^2 / r_k "
-                         "A_t^T A_t + sigma^2 sum_h V^hT B_t V^h], A_t = sum_h W_Q^h W_K^hT B_t V^h, B_t = X^T P_t X, "
-                         "V^h = W_V^h W_O^h (masked scores with fresh queries)" + sharing,
+        covariance = ("t^-2 [mu_1^2 / r_k A_t^T A_t + sigma^2 sum_h V^hT B_t V^h]" if config.residual is None else
+                      f"(I + g_t A_t)^T (I + g_t A_t) + alpha^2 sigma^2 t^-2 sum_h V^hT B_t V^h, g_t = alpha mu_1 / (t sqrt(r_k)), "
+                      f"alpha = {config.residual} (the residual stream: row t is x_t (I + g_t A_t) plus the noise, one token "
+                      f"x_t as query and residual)")
+        return {"model": f"rows given the tokens: independent Gaussian rows of covariance C_t / n, C_t = {covariance}, "
+                         f"A_t = sum_h W_Q^h W_K^hT B_t V^h, B_t = X^T P_t X, V^h = {_value_rule(config)} (masked scores "
+                         "with fresh queries)" + sharing,
                 "profile": "the keys u <= t of query position t: the masks P_t at the nodes of the rule",
                 "equation": "the two-point Dyson equation: R = (sum_k phi_k C_k - w)^-1, phi_k = omega_k / (1 + (1/n) tr(C_k R)), "
                             "H given phi_k by the Dyson equation of its masked pencil (docs/equations.md §2.11)"}

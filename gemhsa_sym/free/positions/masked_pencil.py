@@ -19,18 +19,20 @@ t_k^2) and, for X^T, the mask of their node.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 __all__ = ["WEIGHTS", "Occurrence", "MaskedPencil", "heads_pencil", "weightless_pencil"]
 
-#: The weights an occurrence may carry: 1, psi_k (the masked scores) and chi_k (the noise), of its node.
-WEIGHTS: tuple[str, ...] = ("one", "psi", "chi")
+#: The weights an occurrence or a link may carry, of its node: 1, psi_k (the masked scores), chi_k (the noise),
+#: phi_k and the score factor g_k = mu_1 / (t_k sqrt(r_k)) (the residual stream's cross term).
+WEIGHTS: tuple[str, ...] = ("one", "psi", "chi", "phi", "root")
 
 
 @dataclass(frozen=True)
 class Occurrence:
     """A Gaussian (or its transpose) in equation ``row`` acting on variable ``col``, times ``weight`` of node
-    ``node``; ``masked`` multiplies by P_node on the key side."""
+    ``node`` and the constant ``scale``; ``masked`` multiplies by P_node on the key side."""
 
     gaussian: str
     transposed: bool
@@ -39,6 +41,7 @@ class Occurrence:
     weight: str = "one"
     node: int = -1
     masked: bool = False
+    scale: float = 1.0
 
     def __post_init__(self) -> None:
         if self.weight not in WEIGHTS:
@@ -67,6 +70,7 @@ class MaskedPencil:
     links: tuple[tuple[str, str, float], ...]
     exchangeable: int = 1
     labels: tuple[tuple[str, int, str], ...] = ()
+    weighted: tuple[tuple[str, str, float, str, int], ...] = ()
 
     def __post_init__(self) -> None:
         names = [v for _, vs in self.sides for v in vs]
@@ -87,6 +91,10 @@ class MaskedPencil:
                 raise ValueError(f"occurrences: {o.gaussian} in row {o.row} is masked but does not read the key side")
         if self.output not in known or any(self.side_of(b) != self.feature for pairs in self.delta for p in pairs for b in p):
             raise ValueError("delta: the pairs of every node must lie on the feature side")
+        for row, col, _, weight, node in self.weighted:
+            if {row, col} - known or self.side_of(row) != self.side_of(col) or weight not in WEIGHTS or not 0 <= node < self.nodes:
+                raise ValueError(f"weighted: the link ({row}, {col}) joins unknown variables or two sides, or names an "
+                                 f"unknown weight or node")
         self._check_labels(known | set(gaussians))
 
     def _check_labels(self, names: set[str]) -> None:
@@ -143,17 +151,27 @@ def weightless_pencil(nodes: int, gamma: float) -> MaskedPencil:
 
 
 def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool = True,
-                 groups: dict[str, tuple[int, ...]] | None = None) -> MaskedPencil:
-    """The pencil of H = sum_k phi_k C_k for ``heads`` heads with their own W_O (module docstring): ``ratios`` of
-    the sides "d", "d_k", "d_v", "d_out" to n; weights N(0, 1 / (d N)) for W_Q, W_K, W_V and N(0, 1 / (H d_v N))
-    for W_O, as the bidirectional layer's (docs/model.md §1.1). ``groups`` gives, for "q", "k" and "v", the
-    sharing group of each head: the heads of a group read one W_Q (W_K, W_V), whose occurrences then pair across
-    them (grouped-query and multi-query attention); without it every head has its own.
+                 groups: dict[str, tuple[int, ...]] | None = None, residual: bool = False, kv: str = "independent",
+                 rho: float = 0.0, output: str = "independent") -> MaskedPencil:
+    """The pencil of H = sum_k phi_k C_k for ``heads`` heads (module docstring): ``ratios`` of the sides "d", "d_k",
+    "d_v", "d_out" to n; weights N(0, 1 / (d N)) for W_Q, W_K, W_V and N(0, 1 / (H d_v N)) for W_O, as the
+    bidirectional layer's (docs/model.md §1.1). ``groups`` gives, for "q", "k" and "v", the sharing group of each
+    head: the heads of a group read one W_Q (W_K, W_V), whose occurrences then pair across them (grouped-query and
+    multi-query attention); without it every head has its own.
 
     Variables, per head h and node k: v1 = W_O r, v = W_V v1, p = X v, s_k = X^T P_k p, f_k = W_K^T s_k;
     a_k = sum_h W_Q f_k (shared by the heads: one query per row), e_k = W_Q^T a_k, o_k = W_K e_k,
     q_k = X o_k, b_k = psi_k X^T P_k q_k + chi_k X^T P_k p, b = sum_k b_k, c = W_V^T b, and in row r:
     sum_h W_O^T c - w r.
+
+    Values and outputs by the rules of docs/model.md §1.8: ``kv`` "tied" reads W_K for W_V, "correlated" rho W_K +
+    sqrt(1 - rho^2) W_V (two occurrences of one entry, each with its scale), both with d_v = d_k (v1 and c on the
+    side d_k); ``output`` "keys" reads sqrt(d / (H d_v)) W_K^T for W_O (d_out = d, r on the side d).
+
+    ``residual``: the pencil of sum_k phi_k [(I + g_k A_k)^T (I + g_k A_k) + chi_k / phi_k sum_h V^hT B_k V^h], the
+    rows' covariance of the residual stream X + alpha Y (d_out = d, r on the side d, alpha taken into the Hermite
+    data; docs/equations.md §2.11): y_k = r + g_k a_k and z_k = phi_k y_k on the side d, e_k = g_k W_Q^T y_k,
+    b_k = phi_k X^T P_k q_k + chi_k X^T P_k p, and in row r also sum_k z_k.
 
     ``reduced``: two heads written out, labelled, standing for all of them (docs/solving.md §3.14); else every head
     written out. Heads that share a projection are not exchangeable one by one, so their pencil writes every head
@@ -166,34 +184,58 @@ def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool
     shared = any(len(set(g)) < heads for g in group.values())
     if shared and reduced:
         raise ValueError("reduced: heads that share a projection are not exchangeable one by one; write every head out")
+    if kv not in ("independent", "tied", "correlated") or output not in ("independent", "keys"):
+        raise ValueError(f"kv, output: unknown rule {kv!r} or {output!r}")
+    out = "d" if residual or output == "keys" else "d_out"
+    value = "d_k" if kv != "independent" or output == "keys" else "d_v"
+    if (out == "d" and ratios["d_out"] != ratios["d"]) or (value == "d_k" and ratios["d_v"] != ratios["d_k"]):
+        raise ValueError("ratios: a residual stream or key-built output needs d_out = d; tied, correlated or key-built "
+                         "values or outputs need d_v = d_k")
     K, Hs = range(nodes), range(min(heads, 2) if reduced else heads)
     d = [f"{x}{h}" for h in Hs for x in ("v", "b")] + [f"a{k}" for k in K]
     d += [f"{x}{h}_{k}" for h in Hs for k in K for x in ("s", "o", "b")]
+    d += ["r"] if out == "d" else []
+    d += [f"{x}{k}" for k in K for x in ("y", "z")] if residual else []
     dk = [f"{x}{h}_{k}" for h in Hs for k in K for x in ("f", "e")]
-    sides = (("d_out", ("r",)), ("d_v", tuple(f"{x}{h}" for h in Hs for x in ("v1", "c"))), ("d", tuple(d)), ("d_k", tuple(dk)),
-             ("n", tuple(f"p{h}" for h in Hs) + tuple(f"q{h}_{k}" for h in Hs for k in K)))
+    dv = [f"{x}{h}" for h in Hs for x in ("v1", "c")]
+    dk += dv if value == "d_k" else []
+    sides = ((("d_out", ("r",)),) if out == "d_out" else ()) + ((("d_v", tuple(dv)),) if value == "d_v" else ()) + (
+        ("d", tuple(d)), ("d_k", tuple(dk)), ("n", tuple(f"p{h}" for h in Hs) + tuple(f"q{h}_{k}" for h in Hs for k in K)))
     gaussians = {"X": ("n", "d", 1.0)}
     occ = []
     for h in Hs:
         Q, Kh, V = (f"W_{x.upper()}{group[x][h] if shared else h}" for x in "qkv")
-        gaussians |= {Q: ("d", "d_k", 1 / ratios["d"]), Kh: ("d", "d_k", 1 / ratios["d"]), V: ("d", "d_v", 1 / ratios["d"]),
-                      f"W_O{h}": ("d_v", "d_out", 1 / (heads * ratios["d_v"]))}
-        occ += [Occurrence(f"W_O{h}", False, f"v1{h}", "r"), Occurrence(V, False, f"v{h}", f"v1{h}"),
-                Occurrence("X", False, f"p{h}", f"v{h}"), Occurrence(V, True, f"c{h}", f"b{h}"),
-                Occurrence(f"W_O{h}", True, "r", f"c{h}")]
+        gaussians |= {Q: ("d", "d_k", 1 / ratios["d"]), Kh: ("d", "d_k", 1 / ratios["d"])}
+        gaussians |= {V: ("d", value, 1 / ratios["d"])} if kv != "tied" else {}
+        gaussians |= {f"W_O{h}": (value, out, 1 / (heads * ratios["d_v"]))} if output != "keys" else {}
+        values = {"independent": ((V, 1.0),), "tied": ((Kh, 1.0),), "correlated": ((Kh, rho), (V, math.sqrt(1 - rho**2)))}[kv]
+        outputs = ((f"W_O{h}", False, 1.0),) if output != "keys" else ((Kh, True, math.sqrt(ratios["d"] / (heads * ratios["d_v"]))),)
+        occ += [Occurrence(O, t, f"v1{h}", "r", scale=scale) for O, t, scale in outputs]
+        occ += [Occurrence(O, not t, "r", f"c{h}", scale=scale) for O, t, scale in outputs]
+        occ += [Occurrence(W, False, f"v{h}", f"v1{h}", scale=scale) for W, scale in values]
+        occ += [Occurrence(W, True, f"c{h}", f"b{h}", scale=scale) for W, scale in values]
+        occ += [Occurrence("X", False, f"p{h}", f"v{h}")]
         for k in K:
             x = f"{h}_{k}"
+            query = (Occurrence(Q, True, f"e{x}", f"y{k}", "root", k) if residual else Occurrence(Q, True, f"e{x}", f"a{k}"))
             occ += [Occurrence("X", True, f"s{x}", f"p{h}", node=k, masked=True), Occurrence(Kh, True, f"f{x}", f"s{x}"),
-                    Occurrence(Q, False, f"a{k}", f"f{x}"), Occurrence(Q, True, f"e{x}", f"a{k}"),
+                    Occurrence(Q, False, f"a{k}", f"f{x}"), query,
                     Occurrence(Kh, False, f"o{x}", f"e{x}"), Occurrence("X", False, f"q{x}", f"o{x}"),
-                    Occurrence("X", True, f"b{x}", f"q{x}", "psi", k, True), Occurrence("X", True, f"b{x}", f"p{h}", "chi", k, True)]
+                    Occurrence("X", True, f"b{x}", f"q{x}", "phi" if residual else "psi", k, True),
+                    Occurrence("X", True, f"b{x}", f"p{h}", "chi", k, True)]
     links = tuple((f"b{h}", f"b{h}_{k}", 1.0) for h in Hs for k in K)
-    # tr(C_k R) = sum over heads h, h' of tau of the block (b_k of h', b of h): the mu_1 part couples the heads
-    delta = tuple(tuple((f"b{g}_{k}", f"b{h}") for g in Hs for h in Hs) for k in K)
-    side_ratios = (("d_out", ratios["d_out"]), ("d_v", ratios["d_v"]), ("d", ratios["d"]), ("d_k", ratios["d_k"]), ("n", 1.0))
+    links += tuple(link for k in K for link in ((f"y{k}", "r", 1.0), ("r", f"z{k}", 1.0))) if residual else ()
+    weighted = tuple(link for k in K for link in ((f"y{k}", f"a{k}", 1.0, "root", k), (f"z{k}", f"y{k}", 1.0, "phi", k)))
+    # tr(C_k R) = sum over heads h, h' of tau of the block (b_k of h', b of h): the mu_1 part couples the heads; the
+    # residual stream's phi_k (I + g_k A_k) adds tau of the block (z_k, r)
+    delta = tuple(tuple((f"b{g}_{k}", f"b{h}") for g in Hs for h in Hs) + (((f"z{k}", "r"),) if residual else ()) for k in K)
+    side_ratios = tuple((side, ratios[side] if side != "n" else 1.0) for side, _ in sides)
+    weighted = weighted if residual else ()
     if not reduced:
-        return MaskedPencil(sides, tuple(gaussians.items()), tuple(occ), side_ratios, "r", delta, "d", links)
+        return MaskedPencil(sides, tuple(gaussians.items()), tuple(occ), side_ratios, "r", delta, "d", links, weighted=weighted)
     templates = [f"W_{x}{{h}}" for x in "QKVO"] + [f"{x}{{h}}" for x in ("v1", "c", "v", "b", "p")]
     templates += [f"{x}{{h}}_{k}" for k in K for x in ("s", "o", "b", "f", "e", "q")]
-    labels = tuple((t.format(h=h), h, t.format(h="")) for h in Hs for t in templates)
-    return MaskedPencil(sides, tuple(gaussians.items()), tuple(occ), side_ratios, "r", delta, "d", links, heads, labels)
+    named = set(gaussians) | {v for _, vs in sides for v in vs}
+    labels = tuple((t.format(h=h), h, t.format(h="")) for h in Hs for t in templates if t.format(h=h) in named)
+    return MaskedPencil(sides, tuple(gaussians.items()), tuple(occ), side_ratios, "r", delta, "d", links, heads, labels,
+                        weighted)

@@ -86,7 +86,8 @@ class TwoPointSystem:
                 if not chosen:
                     continue
                 a, b, count = (np.array(v) for v in zip(*chosen))
-                factor = np.array([gaussians[occ[x].gaussian][2] * ratios[inner] for x in a]) * count
+                factor = np.array([gaussians[occ[x].gaussian][2] * ratios[inner] * occ[x].scale * occ[y].scale
+                                   for x, y in zip(a, b)]) * count
                 # the last interval under both masks (a masked occurrence keeps the intervals up to its node)
                 last = [min([occ[z].node for z in (x, y) if occ[z].masked], default=K - 1) for x, y, _ in chosen]
                 P, si, so = len(chosen), self.size[inner], self.size[outer]
@@ -134,6 +135,7 @@ class TwoPointSystem:
         self._m = [block.back[o] for block in self.blocks[out]]
         self._feature_ratio = ratios[pencil.feature]
         self._lambda = {side: [self._lambda_parts(side, block) for block in self.blocks[side]] for side in self.sides}
+        self._weighted = {side: [self._weighted_part(side, block) for block in self.blocks[side]] for side in self.sides}
         self._inverses = {side: [PatternInverse(*self._pattern(side, index)) for index in range(len(self.blocks[side]))]
                           for side in self.sides if side != "n"}
 
@@ -174,12 +176,33 @@ class TwoPointSystem:
                 constant[self.index[side][row], self.index[side][col]] += value
         return block.into @ constant.reshape(-1), block.into @ slope.reshape(-1)
 
+    def _weighted_part(self, side: str, block: Block) -> sparse.csr_matrix | None:
+        """The weighted links on a block of ``side``: the matrix from the weights (flattened, kind by kind over the
+        nodes) to the block's entries (flattened); None where the side has none."""
+        K, heads, label = self.t.size, self.pencil.exchangeable, self.pencil.label
+        entries = [(self.index[side][row] * self.size[side] + self.index[side][col], WEIGHTS.index(weight) * K + node, value)
+                   for row, col, value, weight, node in self.pencil.weighted
+                   if self.pencil.side_of(row) == side and multiplicity((label(row), label(col)), (), heads)]
+        if not entries:
+            return None
+        flat, column, value = (np.array(v) for v in zip(*entries))
+        links = sparse.csr_matrix((value.astype(float), (flat, column)), (self.size[side] ** 2, len(WEIGHTS) * K))
+        return (block.into @ links).tocsr()
+
+    def _with_weighted(self, lam: dict[str, list[np.ndarray]], weight: np.ndarray) -> dict[str, list[np.ndarray]]:
+        """``lam`` plus the weighted links at the points' ``weight`` (:meth:`weights`)."""
+        flat = weight.reshape(weight.shape[0], -1).T
+        return {side: [b if part is None else b + (part @ flat).T.reshape(b.shape) for b, part in zip(blocks, self._weighted[side])]
+                for side, blocks in lam.items()}
+
     def _pattern(self, side: str, index: int) -> tuple[np.ndarray, np.ndarray]:
         """Where the block of Lambda - eta on ``side`` may differ from -I (the output, the links, the entries eta is
         scattered to), and the entries of its inverse that a step reads (the pairings', delta's and m's)."""
         block = self.blocks[side][index]
         a, b = self._lambda[side][index]
         pattern = (np.abs(a + np.eye(block.size).reshape(-1)) > 0) | (b != 0)
+        if self._weighted[side][index] is not None:
+            pattern[np.unique(self._weighted[side][index].nonzero()[0])] = True
         if side in self._scatters:
             pattern[np.unique(self._scatters[side][index].nonzero()[0])] = True
         used = [gathers[index] for read, gathers in self._gathers if read == side and gathers is not None]
@@ -191,9 +214,11 @@ class TwoPointSystem:
         return pattern.reshape(block.size, block.size), wanted.reshape(block.size, block.size)
 
     def weights(self, delta: np.ndarray) -> np.ndarray:
-        """The weights (1, psi_k, chi_k) at every point and node, shape (points, 3, K)."""
+        """The weights (1, psi_k, chi_k, phi_k, g_k) of :data:`.masked_pencil.WEIGHTS` at every point and node, shape
+        (points, 5, K)."""
         phi = self.omega / (1 + delta)
-        return np.stack([np.ones_like(phi), self.scores * phi / self.t**2, self.noise * phi / self.t**2], axis=1)
+        return np.stack([np.ones_like(phi), self.scores * phi / self.t**2, self.noise * phi / self.t**2, phi,
+                         np.broadcast_to(np.sqrt(self.scores) / self.t, phi.shape).astype(phi.dtype)], axis=1)
 
     def lambdas(self, w: np.ndarray) -> dict[str, list[np.ndarray]]:
         """Lambda(w) block by block, side by side, at the points w: shape (points, size, size) each."""
@@ -202,10 +227,10 @@ class TwoPointSystem:
 
     def start(self, w: np.ndarray) -> TwoPointState:
         """The state of G = Lambda(w)^-1 (no pairing yet) and delta = 0."""
-        lam = self.lambdas(w)
+        delta = np.zeros((w.size, self.t.size), dtype=complex)
+        lam = self._with_weighted(self.lambdas(w), self.weights(delta))
         G = {side: [np.linalg.inv(block) for block in blocks] for side, blocks in lam.items() if side != "n"}
-        return TwoPointState(self._gather(G, lam.get("n", []), np.zeros((self.reads, w.size), dtype=complex)),
-                             np.zeros((w.size, self.t.size), dtype=complex))
+        return TwoPointState(self._gather(G, lam.get("n", []), np.zeros((self.reads, w.size), dtype=complex)), delta)
 
     def _gather(self, G: dict[str, list[np.ndarray]], key: list[np.ndarray], values: np.ndarray) -> np.ndarray:
         """The read values: gathered from the blocks' inverses G, and on the key side from the blocks of Lambda
@@ -219,9 +244,10 @@ class TwoPointSystem:
                 parts.append(sum((gather @ g.reshape(points, -1).T).T for gather, g in zip(gathers, G[side])))
         return np.concatenate(parts, axis=1)
 
-    def values(self, state: TwoPointState) -> np.ndarray:
-        """Every pairing's value (pairings, points): the block entry it read times both weights and the factor."""
-        weight = self.weights(state.delta)
+    def values(self, state: TwoPointState, weight: np.ndarray | None = None) -> np.ndarray:
+        """Every pairing's value (pairings, points): the block entry it read times both weights (``weight``, from
+        :meth:`weights` where not given) and the factor."""
+        weight = self.weights(state.delta) if weight is None else weight
         ka, na, kb, nb, factor = self._pairing
         return (state.read * (weight[:, ka, na] * weight[:, kb, nb] * factor)).T
 
@@ -240,8 +266,11 @@ class TwoPointSystem:
         return G
 
     def step(self, lam: dict[str, list[np.ndarray]], state: TwoPointState) -> tuple[TwoPointState, np.ndarray]:
-        """One application of the map (the resolvents' read values and delta_k = ratio tau(b-pairs) / phi_k), and m."""
-        values = self.values(state)
+        """One application of the map (the resolvents' read values and delta_k = ratio tau(b-pairs) / phi_k), and m;
+        ``lam`` from :meth:`lambdas`, to which the weighted links are added at the state's weights."""
+        weight = self.weights(state.delta)
+        values = self.values(state, weight)
+        lam = self._with_weighted(lam, weight)
         G = self.resolvents(lam, values)
         points = values.shape[1]
         phi = self.omega / (1 + state.delta)
