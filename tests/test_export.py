@@ -357,6 +357,18 @@ def test_causal_documents_typeset_every_formula(tmp_path: Path) -> None:
 
     mqa = json.loads((LIBRARY / "causal-mha.json").read_text()) | {"config": PRESETS["causal-mqa"].to_dict()}
     assert r"(ratios to $n$); $W_K$, $W_V$ shared by all heads; $\beta = 1$" in causal_document(mqa)
+    from gemhsa_sym.export.positional_record import causal_latex
+    from gemhsa_sym.layer.config import Config
+
+    ruled = {r"R = X + \alpha \sqrt{n}\, Y": Config(mask="causal", residual="1/2"),
+             r"A_{t}^{T} \Sigma A_{t}": Config(mask="causal", tokens="covariance", token_covariance={"values": ["1/4", "7/4"],
+                                                                                                    "weights": ["1/2", "1/2"]}),
+             r"\rho = - \frac{1}{2}": Config(mask="causal", kv="correlated", rho="-1/2", heads=2, output="keys", d_k="1/2", d_v="1/2"),
+             r"V^{(h)} = W_K^{(h)} W_O^{(h)}": Config(mask="causal", kv="tied")}
+    for formula, config in ruled.items():  # the record's formulas follow the configuration's rules
+        tex = causal_document(mqa | {"config": config.to_dict(), "statement": config.statement, "latex": causal_latex(config)})
+        found = TEXT_MODE_FORMULA.search(_text_outside_math(tex))
+        assert found is None and formula in tex, (formula, found.group(0) if found else None)
 
 
 def test_the_computer_algebra_exports_read_back_to_the_records_polynomial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

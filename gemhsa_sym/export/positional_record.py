@@ -69,7 +69,12 @@ def causal_latex(config: Config) -> dict[str, list[str]]:
         total = rf"\sum_{{h=1}}^{{{sp.latex(sp.Integer(config.heads))}}}"
         C = sp.MatrixSymbol("C_t", d, d)
         phi, omega, delta = (sp.IndexedBase(x) for x in (r"\phi", r"\omega", r"\delta"))
-        if config.residual is None:
+        if config.token_covariance is not None:  # queries of covariance Sigma, the coefficient of S0 mu_1 / s
+            Sigma, scale = sp.MatrixSymbol(r"\Sigma", d, d), sp.Symbol("s", positive=True)
+            covariance = (sp.latex(C) + " = " + sp.latex(1 / t**2) + r"\Bigl(" + sp.latex(mu1**2 / (scale**2 * r_k) * A.T * Sigma * A)
+                          + " + " + sp.latex(sigma**2) + total + sp.latex(V.T * B * V) + r"\Bigr),\quad "
+                          + sp.latex(scale) + r" = \operatorname{tr}(\Sigma) / d = " + sp.latex(config.score_scale))
+        elif config.residual is None:
             covariance = (sp.latex(C) + " = " + sp.latex(1 / t**2) + r"\Bigl(" + sp.latex(mu1**2 / r_k * A.T * A) + " + "
                           + sp.latex(sigma**2) + total + sp.latex(V.T * B * V) + r"\Bigr)")
         else:  # the residual stream X + alpha Y: rows x_t (I + alpha M_t) plus alpha times the noise

@@ -80,22 +80,25 @@ def _masked_scores(config: Config, mu1_squared: float, sigma2: float) -> MaskedS
     rules: where heads with their own W_O share W_K or W_V only, the pencil of heads with their own projections,
     whose law that sharing does not change; where they share W_Q, or share anything with key-built outputs, every
     head written out with the configuration's groups."""
-    if not config.token_rule.torch:  # (Config itself refuses a causal mask with infinitely many heads)
+    if config.token_rule.projected:  # (Config itself refuses a causal mask with infinitely many heads)
         raise NotImplementedError(
-            f"tokens: the two-point equation of a causal layer's masked scores is written for Gaussian tokens, whose "
-            f"prefixes B_t = X^T P_t X have free increments (docs/equations.md §2.11), not for {config.tokens} tokens")
+            "tokens: the two-point equation of a causal layer's masked scores is written for Gaussian tokens (with a "
+            "covariance or not), whose prefixes B_t = X^T P_t X have free increments (docs/equations.md §2.11); the "
+            "prefixes of orthonormal tokens are blocks of a Haar projection, no polynomial in Gaussian matrices")
     r = {key: float(value) for key, value in config.ratios().items() if key != "n"}
     heads, residual = int(config.heads), config.residual is not None
     # the residual stream X + alpha Y: alpha taken into the Hermite data (docs/equations.md §2.11)
     scale = float(config.residual) ** 2 if residual else 1.0
-    rules = {"residual": residual, "kv": config.kv, "rho": float(config.rho), "output": config.output}
+    rules = {"residual": residual, "kv": config.kv, "rho": float(config.rho), "output": config.output,
+             "levels": None if config.token_covariance is None else tuple((float(w), float(v)) for v, w in config.token_covariance)}
     groups = {x: tuple(config.group_of(x, h) for h in range(heads)) for x in "qkv"}
     # shared W_K, W_V leave the law of heads with their own W_Q and W_O unchanged (docs/equations.md §2.11): the
     # heads' own pencil, two of them standing for all
     own = len(set(groups["q"])) == heads and (config.output == "independent" or all(len(set(g)) == heads for g in groups.values()))
     pencil = (functools.partial(heads_pencil, heads=heads, ratios=r, **rules) if own else
               functools.partial(heads_pencil, heads=heads, ratios=r, reduced=False, groups=groups, **rules))
-    return MaskedScoresModel(pencil, scale * mu1_squared / r["d_k"], scale * sigma2)
+    # with a token covariance the coefficient of S0 is mu_1 / s (docs/extensions.md §8.3)
+    return MaskedScoresModel(pencil, scale * mu1_squared / float(config.score_scale) ** 2 / r["d_k"], scale * sigma2)
 
 
 @functools.lru_cache(maxsize=8)
@@ -166,7 +169,11 @@ def _description(model: ProfiledModel | MaskedScoresModel, config: Config) -> di
             "every head written out" if "W_Q" in shared or config.output != "independent" else
             "the law of the heads' own projections, since a symmetry of each head cancels the pairings across heads "
             "(docs/equations.md §2.11)"))
-        covariance = ("t^-2 [mu_1^2 / r_k A_t^T A_t + sigma^2 sum_h V^hT B_t V^h]" if config.residual is None else
+        covariance = ("t^-2 [mu_1^2 / r_k A_t^T A_t + sigma^2 sum_h V^hT B_t V^h]" if config.residual is None and
+                      config.token_covariance is None else
+                      f"t^-2 [mu_1^2 / (s^2 r_k) A_t^T Sigma A_t + sigma^2 sum_h V^hT B_t V^h], s = tr(Sigma) / d = "
+                      f"{config.score_scale} (queries of the tokens' covariance Sigma, d split into its blocks)"
+                      if config.residual is None else
                       f"(I + g_t A_t)^T (I + g_t A_t) + alpha^2 sigma^2 t^-2 sum_h V^hT B_t V^h, g_t = alpha mu_1 / (t sqrt(r_k)), "
                       f"alpha = {config.residual} (the residual stream: row t is x_t (I + g_t A_t) plus the noise, one token "
                       f"x_t as query and residual)")

@@ -54,9 +54,9 @@ class Occurrence:
 class MaskedPencil:
     """Variables by side (``"n"`` is the key side, where the masks act), the Gaussians (rows side, columns
     side, variance scale s: entries N(0, s / N)), the occurrences, the side ratios (size / n), the
-    output variable r, the pairs (b, b') whose tau sum to phi_k tau(C_k R) n / N_feature at node k
-    (:attr:`delta`, one tuple per node), the side of those pairs, and the links (row, column, value) of
-    Lambda off its diagonal. A pencil of ``exchangeable`` H >= 2 heads may be written for two of them: ``labels``
+    output variable r, the pairs (b, b') whose tau, each times the ratio of its side, sum to phi_k (1/n) tr(C_k R)
+    at node k (:attr:`delta`, one tuple per node), the links (row, column, value) of Lambda off its diagonal, and
+    the ``weighted`` links (row, column, value, weight, node) of Lambda whose value is times a node's weight. A pencil of ``exchangeable`` H >= 2 heads may be written for two of them: ``labels``
     then names the head (0 or 1) and the template of every variable and Gaussian of a head, and the equation
     counts every orbit of heads once (docs/solving.md §3.14)."""
 
@@ -66,7 +66,6 @@ class MaskedPencil:
     ratios: tuple[tuple[str, float], ...]
     output: str
     delta: tuple[tuple[tuple[str, str], ...], ...]
-    feature: str
     links: tuple[tuple[str, str, float], ...]
     exchangeable: int = 1
     labels: tuple[tuple[str, int, str], ...] = ()
@@ -89,8 +88,9 @@ class MaskedPencil:
                 raise ValueError(f"occurrences: {o.gaussian} in row {o.row}, column {o.col} does not fit its sides")
             if o.masked and self.side_of(o.col) != "n":
                 raise ValueError(f"occurrences: {o.gaussian} in row {o.row} is masked but does not read the key side")
-        if self.output not in known or any(self.side_of(b) != self.feature for pairs in self.delta for p in pairs for b in p):
-            raise ValueError("delta: the pairs of every node must lie on the feature side")
+        if self.output not in known or any({b, c} - known or self.side_of(b) != self.side_of(c) or self.side_of(b) == "n"
+                                           for pairs in self.delta for b, c in pairs):
+            raise ValueError("delta: the pairs of every node must lie on one side each, off the key side")
         for row, col, _, weight, node in self.weighted:
             if {row, col} - known or self.side_of(row) != self.side_of(col) or weight not in WEIGHTS or not 0 <= node < self.nodes:
                 raise ValueError(f"weighted: the link ({row}, {col}) joins unknown variables or two sides, or names an "
@@ -146,13 +146,14 @@ def weightless_pencil(nodes: int, gamma: float) -> MaskedPencil:
         occ += [Occurrence("X", True, f"s{k}", "p", node=k, masked=True), Occurrence("X", False, f"q{k}", f"s{k}"),
                 Occurrence("X", True, f"b{k}", f"q{k}", "psi", k, True), Occurrence("X", True, f"b{k}", "p", "chi", k, True)]
     return MaskedPencil((("d", d), ("n", ("p", *(f"q{k}" for k in K))),), (("X", ("n", "d", 1.0)),), tuple(occ),
-                        (("d", gamma), ("n", 1.0)), "r", tuple(((f"b{k}", "b"),) for k in K), "d",
+                        (("d", gamma), ("n", 1.0)), "r", tuple(((f"b{k}", "b"),) for k in K),
                         (("r", "b", 1.0), *(("b", f"b{k}", 1.0) for k in K)))
 
 
 def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool = True,
                  groups: dict[str, tuple[int, ...]] | None = None, residual: bool = False, kv: str = "independent",
-                 rho: float = 0.0, output: str = "independent") -> MaskedPencil:
+                 rho: float = 0.0, output: str = "independent",
+                 levels: tuple[tuple[float, float], ...] | None = None) -> MaskedPencil:
     """The pencil of H = sum_k phi_k C_k for ``heads`` heads (module docstring): ``ratios`` of the sides "d", "d_k",
     "d_v", "d_out" to n; weights N(0, 1 / (d N)) for W_Q, W_K, W_V and N(0, 1 / (H d_v N)) for W_O, as the
     bidirectional layer's (docs/model.md §1.1). ``groups`` gives, for "q", "k" and "v", the sharing group of each
@@ -173,6 +174,11 @@ def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool
     data; docs/equations.md §2.11): y_k = r + g_k a_k and z_k = phi_k y_k on the side d, e_k = g_k W_Q^T y_k,
     b_k = phi_k X^T P_k q_k + chi_k X^T P_k p, and in row r also sum_k z_k.
 
+    ``levels``: token covariance Sigma of spectrum (weight w_b of d, value lambda_b) (docs/extensions.md §8.3): the
+    side d splits into d_b = w_b d (sides "d0", "d1", ...), X into the Gaussians X_b of scale lambda_b and W_Q, W_K,
+    W_V into their row blocks, every variable of d into its blocks; the query's covariance Sigma puts lambda_b on
+    e_k = sum_b lambda_b W_Q,b^T a_k,b, so that H = sum_k psi_k A_k^T Sigma A_k + chi_k sum_h V^hT B_k V^h.
+
     ``reduced``: two heads written out, labelled, standing for all of them (docs/solving.md §3.14); else every head
     written out. Heads that share a projection are not exchangeable one by one, so their pencil writes every head
     out."""
@@ -191,51 +197,70 @@ def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool
     if (out == "d" and ratios["d_out"] != ratios["d"]) or (value == "d_k" and ratios["d_v"] != ratios["d_k"]):
         raise ValueError("ratios: a residual stream or key-built output needs d_out = d; tied, correlated or key-built "
                          "values or outputs need d_v = d_k")
+    if levels is not None and out == "d":
+        raise ValueError("levels: a residual stream or key-built output needs d as one side, not split by a token covariance")
+    # the blocks of d: (side, suffix of its variables and Gaussians, ratio, lambda)
+    blocks = ([("d", "", ratios["d"], 1.0)] if levels is None else
+              [(f"d{b}", f".{b}", weight * ratios["d"], lam) for b, (weight, lam) in enumerate(levels)])
     K, Hs = range(nodes), range(min(heads, 2) if reduced else heads)
-    d = [f"{x}{h}" for h in Hs for x in ("v", "b")] + [f"a{k}" for k in K]
-    d += [f"{x}{h}_{k}" for h in Hs for k in K for x in ("s", "o", "b")]
-    d += ["r"] if out == "d" else []
-    d += [f"{x}{k}" for k in K for x in ("y", "z")] if residual else []
-    dk = [f"{x}{h}_{k}" for h in Hs for k in K for x in ("f", "e")]
-    dv = [f"{x}{h}" for h in Hs for x in ("v1", "c")]
-    dk += dv if value == "d_k" else []
-    sides = ((("d_out", ("r",)),) if out == "d_out" else ()) + ((("d_v", tuple(dv)),) if value == "d_v" else ()) + (
-        ("d", tuple(d)), ("d_k", tuple(dk)), ("n", tuple(f"p{h}" for h in Hs) + tuple(f"q{h}_{k}" for h in Hs for k in K)))
-    gaussians = {"X": ("n", "d", 1.0)}
-    occ = []
+    labelled: dict[str, tuple[int, str]] = {}
+
+    def own(template: str, h: int) -> str:
+        """The name of head h's copy of ``template`` ("{h}" marks the head), labelled for the reduction."""
+        labelled[template.format(h=h)] = (h, template.format(h=""))
+        return template.format(h=h)
+
+    side_vars: dict[str, list[str]] = {side: [] for side, *_ in blocks}
+    side_vars |= {"d_k": [], "n": [], value: side_vars.get(value, []), out: side_vars.get(out, [])}
+    gaussians: dict[str, tuple[str, str, float]] = {}
+    occ: list[Occurrence] = []
+    for side, x, _, lam in blocks:
+        side_vars[side] += [f"a{k}{x}" for k in K]
+        gaussians[f"X{x}"] = ("n", side, lam)
     for h in Hs:
-        Q, Kh, V = (f"W_{x.upper()}{group[x][h] if shared else h}" for x in "qkv")
-        gaussians |= {Q: ("d", "d_k", 1 / ratios["d"]), Kh: ("d", "d_k", 1 / ratios["d"])}
-        gaussians |= {V: ("d", value, 1 / ratios["d"])} if kv != "tied" else {}
-        gaussians |= {f"W_O{h}": (value, out, 1 / (heads * ratios["d_v"]))} if output != "keys" else {}
-        values = {"independent": ((V, 1.0),), "tied": ((Kh, 1.0),), "correlated": ((Kh, rho), (V, math.sqrt(1 - rho**2)))}[kv]
+        Q, Kh, V = (f"W_{m.upper()}{group[m][h] if shared else h}" for m in "qkv")
+        side_vars[value] += [own("v1{h}", h), own("c{h}", h)]
+        side_vars["n"] += [own("p{h}", h)] + [own(f"q{{h}}_{k}", h) for k in K]
+        side_vars["d_k"] += [own(f"{m}{{h}}_{k}", h) for k in K for m in ("f", "e")]
+        if output != "keys":
+            gaussians[own("W_O{h}", h)] = (value, out, 1 / (heads * ratios["d_v"]))
+        for side, x, _, lam in blocks:
+            side_vars[side] += [own(f"{m}{{h}}{x}", h) for m in ("v", "b")] + [own(f"{m}{{h}}_{k}{x}", h) for k in K for m in ("s", "o", "b")]
+            for W in (Q, Kh) + ((V,) if kv != "tied" else ()):
+                gaussians[W + x] = (side, value if W == V else "d_k", 1 / ratios["d"])
+                if not shared:
+                    own(W.removesuffix(str(h)) + "{h}" + x, h)
+            values = {"independent": ((V + x, 1.0),), "tied": ((Kh + x, 1.0),),
+                      "correlated": ((Kh + x, rho), (V + x, math.sqrt(1 - rho**2)))}[kv]
+            occ += [Occurrence(W, False, f"v{h}{x}", f"v1{h}", scale=scale) for W, scale in values]
+            occ += [Occurrence(W, True, f"c{h}", f"b{h}{x}", scale=scale) for W, scale in values]
+            occ += [Occurrence(f"X{x}", False, f"p{h}", f"v{h}{x}")]
+            for k in K:
+                y = f"{h}_{k}{x}"
+                query = (Occurrence(Q + x, True, f"e{h}_{k}", f"y{k}", "root", k) if residual else
+                         Occurrence(Q + x, True, f"e{h}_{k}", f"a{k}{x}", scale=lam))
+                occ += [Occurrence(f"X{x}", True, f"s{y}", f"p{h}", node=k, masked=True),
+                        Occurrence(Kh + x, True, f"f{h}_{k}", f"s{y}"), Occurrence(Q + x, False, f"a{k}{x}", f"f{h}_{k}"), query,
+                        Occurrence(Kh + x, False, f"o{y}", f"e{h}_{k}"), Occurrence(f"X{x}", False, f"q{h}_{k}", f"o{y}"),
+                        Occurrence(f"X{x}", True, f"b{y}", f"q{h}_{k}", "phi" if residual else "psi", k, True),
+                        Occurrence(f"X{x}", True, f"b{y}", f"p{h}", "chi", k, True)]
         outputs = ((f"W_O{h}", False, 1.0),) if output != "keys" else ((Kh, True, math.sqrt(ratios["d"] / (heads * ratios["d_v"]))),)
         occ += [Occurrence(O, t, f"v1{h}", "r", scale=scale) for O, t, scale in outputs]
         occ += [Occurrence(O, not t, "r", f"c{h}", scale=scale) for O, t, scale in outputs]
-        occ += [Occurrence(W, False, f"v{h}", f"v1{h}", scale=scale) for W, scale in values]
-        occ += [Occurrence(W, True, f"c{h}", f"b{h}", scale=scale) for W, scale in values]
-        occ += [Occurrence("X", False, f"p{h}", f"v{h}")]
-        for k in K:
-            x = f"{h}_{k}"
-            query = (Occurrence(Q, True, f"e{x}", f"y{k}", "root", k) if residual else Occurrence(Q, True, f"e{x}", f"a{k}"))
-            occ += [Occurrence("X", True, f"s{x}", f"p{h}", node=k, masked=True), Occurrence(Kh, True, f"f{x}", f"s{x}"),
-                    Occurrence(Q, False, f"a{k}", f"f{x}"), query,
-                    Occurrence(Kh, False, f"o{x}", f"e{x}"), Occurrence("X", False, f"q{x}", f"o{x}"),
-                    Occurrence("X", True, f"b{x}", f"q{x}", "phi" if residual else "psi", k, True),
-                    Occurrence("X", True, f"b{x}", f"p{h}", "chi", k, True)]
-    links = tuple((f"b{h}", f"b{h}_{k}", 1.0) for h in Hs for k in K)
+    side_vars[out] += ["r"] + ([f"{m}{k}" for k in K for m in ("y", "z")] if residual else [])
+    links = tuple((f"b{h}{x}", f"b{h}_{k}{x}", 1.0) for h in Hs for k in K for _, x, _, _ in blocks)
     links += tuple(link for k in K for link in ((f"y{k}", "r", 1.0), ("r", f"z{k}", 1.0))) if residual else ()
     weighted = tuple(link for k in K for link in ((f"y{k}", f"a{k}", 1.0, "root", k), (f"z{k}", f"y{k}", 1.0, "phi", k)))
-    # tr(C_k R) = sum over heads h, h' of tau of the block (b_k of h', b of h): the mu_1 part couples the heads; the
-    # residual stream's phi_k (I + g_k A_k) adds tau of the block (z_k, r)
-    delta = tuple(tuple((f"b{g}_{k}", f"b{h}") for g in Hs for h in Hs) + (((f"z{k}", "r"),) if residual else ()) for k in K)
-    side_ratios = tuple((side, ratios[side] if side != "n" else 1.0) for side, _ in sides)
+    # tr(C_k R) = sum over heads h, h' and blocks of d of tau of the block (b_k of h', b of h): the mu_1 part couples
+    # the heads; the residual stream's phi_k (I + g_k A_k) adds tau of the block (z_k, r)
+    delta = tuple(tuple((f"b{g}_{k}{x}", f"b{h}{x}") for _, x, _, _ in blocks for g in Hs for h in Hs)
+                  + (((f"z{k}", "r"),) if residual else ()) for k in K)
+    order = ["d_out", "d_v", *(side for side, *_ in blocks), "d_k", "n"]
+    sides = tuple((side, tuple(side_vars[side])) for side in order if side_vars.get(side))
+    side_ratio = {**ratios, **{side: ratio for side, _, ratio, _ in blocks}, "n": 1.0}
+    side_ratios = tuple((side, side_ratio[side]) for side, _ in sides)
     weighted = weighted if residual else ()
     if not reduced:
-        return MaskedPencil(sides, tuple(gaussians.items()), tuple(occ), side_ratios, "r", delta, "d", links, weighted=weighted)
-    templates = [f"W_{x}{{h}}" for x in "QKVO"] + [f"{x}{{h}}" for x in ("v1", "c", "v", "b", "p")]
-    templates += [f"{x}{{h}}_{k}" for k in K for x in ("s", "o", "b", "f", "e", "q")]
-    named = set(gaussians) | {v for _, vs in sides for v in vs}
-    labels = tuple((t.format(h=h), h, t.format(h="")) for h in Hs for t in templates if t.format(h=h) in named)
-    return MaskedPencil(sides, tuple(gaussians.items()), tuple(occ), side_ratios, "r", delta, "d", links, heads, labels,
-                        weighted)
+        return MaskedPencil(sides, tuple(gaussians.items()), tuple(occ), side_ratios, "r", delta, links, weighted=weighted)
+    labels = tuple((name, h, template) for name, (h, template) in labelled.items())
+    return MaskedPencil(sides, tuple(gaussians.items()), tuple(occ), side_ratios, "r", delta, links, heads, labels, weighted)

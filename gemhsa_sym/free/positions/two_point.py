@@ -122,18 +122,19 @@ class TwoPointSystem:
         self._key = self._key_blocks(np.array(key_writes, dtype=int).reshape(-1, 4), np.array(key_reads, dtype=int).reshape(-1, 3))
         kind_a, node_a, kind_b, node_b, factor = np.concatenate(coefficients, axis=1)
         self._pairing = (kind_a.astype(int), node_a.astype(int), kind_b.astype(int), node_b.astype(int), factor)
-        feature = self.index[pencil.feature]
-        f = self.size[pencil.feature]
-        entries = [(k, feature[x] * f + feature[y], multiplicity((), (label(x), label(y)), heads))
-                   for k, pairs in enumerate(pencil.delta) for x, y in pairs]
-        k, flat, count = (np.array(v) for v in zip(*entries))
-        trace = sparse.csr_matrix((count.astype(float), (k, flat)), (K, f * f))
-        self._delta = [trace @ block.back for block in self.blocks[pencil.feature]]
+        # (1/n) tr(C_k R) phi_k: the pairs' tau, each times the ratio of its side
+        self._delta: dict[str, list[sparse.csr_matrix]] = {}
+        for side in dict.fromkeys(pencil.side_of(x) for pairs in pencil.delta for x, _ in pairs):
+            at, f = self.index[side], self.size[side]
+            entries = [(k, at[x] * f + at[y], multiplicity((), (label(x), label(y)), heads) * ratios[side])
+                       for k, pairs in enumerate(pencil.delta) for x, y in pairs if side_of[x] == side]
+            k, flat, count = (np.array(v) for v in zip(*entries))
+            trace = sparse.csr_matrix((count.astype(float), (k, flat)), (K, f * f))
+            self._delta[side] = [trace @ block.back for block in self.blocks[side]]
         out = pencil.side_of(pencil.output)
         o = self.index[out][pencil.output] * (self.size[out] + 1)
         self._output = out
         self._m = [block.back[o] for block in self.blocks[out]]
-        self._feature_ratio = ratios[pencil.feature]
         self._lambda = {side: [self._lambda_parts(side, block) for block in self.blocks[side]] for side in self.sides}
         self._weighted = {side: [self._weighted_part(side, block) for block in self.blocks[side]] for side in self.sides}
         self._inverses = {side: [PatternInverse(*self._pattern(side, index)) for index in range(len(self.blocks[side]))]
@@ -206,7 +207,7 @@ class TwoPointSystem:
         if side in self._scatters:
             pattern[np.unique(self._scatters[side][index].nonzero()[0])] = True
         used = [gathers[index] for read, gathers in self._gathers if read == side and gathers is not None]
-        used += [self._delta[index]] if side == self.pencil.feature else []
+        used += [self._delta[side][index]] if side in self._delta else []
         used += [self._m[index]] if side == self._output else []
         wanted = np.zeros(block.size**2, dtype=bool)
         for matrix in used:
@@ -274,6 +275,6 @@ class TwoPointSystem:
         G = self.resolvents(lam, values)
         points = values.shape[1]
         phi = self.omega / (1 + state.delta)
-        trace = sum((d @ g.reshape(points, -1).T).T for d, g in zip(self._delta, G[self.pencil.feature]))
+        trace = sum((d @ g.reshape(points, -1).T).T for side, parts in self._delta.items() for d, g in zip(parts, G[side]))
         m = -sum(g.reshape(points, -1) @ row.toarray()[0] for row, g in zip(self._m, G[self._output]))
-        return TwoPointState(self._gather(G, lam.get("n", []), values), trace * self._feature_ratio / phi), m
+        return TwoPointState(self._gather(G, lam.get("n", []), values), trace / phi), m
