@@ -338,21 +338,20 @@ def _text_outside_math(tex: str) -> str:
     return re.sub(r"\$[^$]*\$", "", tex)
 
 
-def test_causal_documents_typeset_every_formula(tmp_path: Path) -> None:
-    """A causal document is in paper form (docs/exports.md §5.5): no escaped comparison sign, tilde or caret, no number in
-    e-notation and no path of the repository in its text; the configuration line typesets H, the ratios, the shared
-    projections and beta."""
+def test_documents_typeset_every_formula(tmp_path: Path) -> None:
+    """Every document of the library and a causal one generated here are in paper form (docs/exports.md §5.2, §5.5): no
+    escaped comparison sign, tilde or caret, no number in e-notation and no path of the repository in their text; the
+    configuration line typesets H, the ratios, the shared projections and beta."""
     from gemhsa_sym.export.positional_document import causal_document
 
     record = causal_entry(tmp_path)
-    documents = {"square": causal_document(record)}
-    for name in ("causal-single-head", "causal-mha", "causal-mqa", "causal-gqa"):
-        if (LIBRARY / f"{name}.tex").exists():
-            documents[name] = (LIBRARY / f"{name}.tex").read_text()
+    documents = {"square": causal_document(record)} | {path.stem: path.read_text() for path in sorted(LIBRARY.glob("*.tex"))}
+    assert len(documents) > 20
     for name, tex in documents.items():
         found = TEXT_MODE_FORMULA.search(_text_outside_math(tex))
         assert found is None, (name, found.group(0) if found else None)
-    assert r"$H = 1$; $d = 1$, $d_k = 1$" in documents["square"] and r"$\beta = 1$, square, causal mask" in documents["square"]
+    assert r"$H = 1$; $d = n$, $d_k = n$" in documents["square"]
+    assert r"$\beta = 1$, square, row-normalised; causal mask: query $i$ sees the keys $j \le i$" in documents["square"]
     from gemhsa_sym.layer.presets import PRESETS
 
     mqa = json.loads((LIBRARY / "causal-mha.json").read_text()) | {"config": PRESETS["causal-mqa"].to_dict()}

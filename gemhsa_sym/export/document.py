@@ -3,17 +3,18 @@ reduced Dyson system, P(m, w), moments, edges and atoms, every formula printed b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import sympy as sp
 
 from gemhsa_sym.export.exact import from_table, from_tree
-from gemhsa_sym.export.latex import WIDTH, broken_sum, collected_terms, packed, printed_width, terms_of
+from gemhsa_sym.export.latex import WIDTH, broken_sum, collected_terms, packed, powers_in_text, printed_width, terms_of
 from gemhsa_sym.export.record import LawRecord
 from gemhsa_sym.free.algebraic.elimination import M
 from gemhsa_sym.layer.config import Config
-from gemhsa_sym.layer.statement import statement_latex
+from gemhsa_sym.layer.statement import statement_latex, summary_latex
 
 __all__ = ["PREAMBLE", "document", "escape"]
 
@@ -63,13 +64,32 @@ def _equation_latex(g: sp.Symbol, f: sp.Expr, meaning: str, heads: str) -> list[
     return [sp.latex(g), terms_of(sp.expand(num - g * den)), meaning, heads]
 
 
+#: What a sentence of the engine may name that is a formula: an unknown of the Dyson system, a power of H.
+_FORMULA_IN_TEXT = re.compile(r"(g_\{[\w,]+\}(?:\^\{\w+\})?|\bH\^-?\d+(?:/\d+)?|\bH -> oo\b)")
+_POWER = re.compile(r"\^(-?\d+(?:/\d+)?)$")
+
+
 def _statement(record: LawRecord) -> str | None:
     """What the law is the law of, as LaTeX: printed from the configuration (:func:`~gemhsa_sym.layer.statement.statement_latex`),
     or a model's statement as text."""
     config = getattr(record, "config", None)
     if config:
         return statement_latex(Config.from_dict(config))
-    return None if record.statement is None else escape(record.statement)
+    return record.statement_latex or (None if record.statement is None else prose(record.statement))
+
+
+def prose(text: str) -> str:
+    """A sentence the engine wrote as LaTeX text: special characters escaped, numbers in e-notation typeset, and the
+    unknowns it names (``g_{u1,u1}``, ``g_{v4,u4}^{g}``, already LaTeX) and powers of H (``H^-1``) in math mode."""
+    parts = _FORMULA_IN_TEXT.split(text)
+    return "".join(powers_in_text(escape(part)) if i % 2 == 0 else "$" + _POWER.sub(r"^{\1}", part).replace("-> oo", r"\to \infty") + "$"
+                   for i, part in enumerate(parts))
+
+
+def _summary(record: LawRecord) -> str:
+    """The configuration or model in one line as LaTeX (:func:`~gemhsa_sym.layer.statement.summary_latex`)."""
+    config = getattr(record, "config", None)
+    return summary_latex(Config.from_dict(config)) if config else record.summary_latex or prose(record.summary)
 
 
 class _Printed:
@@ -102,7 +122,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
     statement = _statement(record)
     if record.summary:
         short = "" if statement is None else " The law of " + statement.partition(": ")[0].partition(", of $Y")[0] + " (in full in the appendix)."
-        out.append(r"{\raggedright\noindent " + escape(record.summary) + "." + short + r"\par}")
+        out.append(r"{\raggedright\noindent " + _summary(record) + "." + short + r"\par}")
     if tex.coefficients:
         out += [r"\subsection*{Gaussian-equivalence coefficients}", packed(tex.coefficients)]
     out += [
@@ -115,7 +135,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
         "and the size ratios " + ", ".join(f"${r}$" for r in tex.ratios) + ".",
     ]
     if record.system.get("reason"):
-        out += [r"\subsection*{Minimal system}", "No minimal system: " + escape(record.system["reason"]) + "; the reduced "
+        out += [r"\subsection*{Minimal system}", "No minimal system: " + prose(record.system["reason"]) + "; the reduced "
                 "Dyson system of the appendix is the law's equation."]
     else:
         out += [r"{\small", *_minimal_system(record, printed), "}"]
@@ -128,7 +148,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
         out.append(rf"$m(w)$ is a root of $P(m, w) = 0$, of degree {info.degree_m} in $m$ and {info.degree_w} in $w$ "
                    r"(printed in the appendix)." + how)
     else:
-        out.append("No polynomial equation: " + escape(str(record.polynomial_reason or "not attempted")) + ".")
+        out.append("No polynomial equation: " + prose(str(record.polynomial_reason or "not attempted")) + ".")
     out.append(r"\subsection*{Moments}")
     out.append(r"$M_{k} = \int \lambda^{k}\, d\nu(\lambda)$, the moments of the law $\nu$ of the eigenvalues:")
     for k, m in enumerate(printed.moments, 1):
@@ -145,7 +165,7 @@ def document(record: LawRecord, verification: Mapping[str, Any] | None = None) -
         "Atoms: " + ", ".join(f"mass ${a['exact'] or a['mass']}$ at ${a['location']}$" for a in atoms) + "."
         if atoms else "No atoms."
     )
-    checks = [escape(n) for n in record.notes]
+    checks = [prose(n) for n in record.notes]
     if record.exact is not None and not record.system.get("reason"):
         checks.append(r"the minimal system gives the reduced system's $m(w)$ to $10^{-40}$ at 50 digits, and each of its "
                       r"equations holds there to $10^{-40}$")
@@ -200,7 +220,7 @@ def _monte_carlo(data: Mapping[str, Any]) -> str:
         outliers = row["outliers"].get(readings[-1] if "softmax" not in readings else "softmax", {}).get("count")
         parts.append(rf"at $n = {row['n']}$ {ks} (floor {row['floor']['ks']:.4f}"
                      + (f", {outliers} eigenvalues beyond the support" if outliers else "") + ")")
-    where = f", drawn as {escape(drawn['summary'])}" if drawn else ""
+    where = f", drawn as {prose(drawn['summary'])}" if drawn else ""
     return (rf"Monte Carlo (\texttt{{gemhsa-sym verify}}, seed {data['seed']}, {rows[0]['draws']} draws per set{where}): "
             + "; ".join(parts) + r"; the floor is the KS distance between two independent sample sets")
 

@@ -16,14 +16,31 @@ from typing import Any
 
 import sympy as sp
 
-__all__ = ["WIDTH", "aligned_system", "broken_sum", "collected_terms", "decimals", "entry", "named_terms", "packed", "printed_width", "terms_of"]
+__all__ = ["WIDTH", "aligned_system", "broken_sum", "collected_terms", "decimals", "entry", "named_terms", "packed", "power_of_ten",
+           "powers_in_text", "printed_width", "terms_of"]
 
 #: Printed characters of mathematics per line (11pt article with 2 cm margins holds about 75).
 WIDTH = 62
 
+#: A number in e-notation inside a sentence (``1e-40``, ``2.7e-03``).
+_E_NOTATION = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)e([-+]?\d+)\b")
 _COMMAND = re.compile(r"\\(left|right|quad|qquad|,|;|!|displaystyle)(?![a-zA-Z])")
 _NAME = re.compile(r"\\[a-zA-Z]+")
 _SCRIPT = re.compile(r"[_^]\{([^{}]*)\}")
+
+
+def power_of_ten(text: str) -> str:
+    """A number Python has written (``2.7e-03``) as LaTeX math (no dollars), its e-notation as a power of ten."""
+    match = _E_NOTATION.fullmatch(text)
+    if match is None:
+        return text
+    mantissa, exponent = match.group(1), int(match.group(2))
+    return rf"10^{{{exponent}}}" if float(mantissa) == 1 else rf"{mantissa} \cdot 10^{{{exponent}}}"
+
+
+def powers_in_text(text: str) -> str:
+    """LaTeX text with every number in e-notation typeset as a power of ten (:func:`power_of_ten`) in math mode."""
+    return _E_NOTATION.sub(lambda match: f"${power_of_ten(match.group(0))}$", text)
 
 
 def printed_width(tex: str) -> float:

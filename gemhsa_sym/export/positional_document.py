@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from gemhsa_sym.export.document import PREAMBLE, escape
-from gemhsa_sym.export.latex import packed
+from gemhsa_sym.export.latex import packed, power_of_ten
 from gemhsa_sym.layer.config import Config
-from gemhsa_sym.layer.network import description_from_dict
-from gemhsa_sym.layer.statement import statement_latex
+from gemhsa_sym.layer.network import description_from_dict, network_statement_latex, network_summary_latex
+from gemhsa_sym.layer.statement import statement_latex, summary_latex
 
 __all__ = ["causal_document", "key_weighted_document"]
 
@@ -30,20 +30,12 @@ def _text(text: str) -> str:
     return escape(text).replace("<", r"\textless{}").replace(">", r"\textgreater{}")
 
 
-def _typeset(text: str) -> str:
-    """A number Python has written (``2.7e-03``) as LaTeX math, its e-notation as a power of ten."""
-    if "e" not in text:
-        return text
-    mantissa, exponent = text.split("e")
-    return rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
-
-
 def _number(x: float | None) -> str:
     """A table entry: four significant digits, a power of ten typeset where Python would write e-notation."""
     if x is None:
         return "--"
     text = f"{x:.4g}"
-    return text if "e" not in text else f"${_typeset(text)}$"
+    return text if "e" not in text else f"${power_of_ten(text)}$"
 
 
 def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] | None = None) -> str:
@@ -59,7 +51,7 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
         r"\usepackage[margin=1.5cm]{geometry}",
         r"\begin{document}",
         rf"\section*{{Limiting spectral law of a causal layer: {_text(record['name'] or 'configuration')}}}",
-        r"{\raggedright\noindent " + _summary(record) + ". The law of " + statement.partition(": ")[0].partition(", of $Y")[0]
+        r"{\raggedright\noindent " + summary_latex(Config.from_dict(record["config"])) + ". The law of " + statement.partition(": ")[0].partition(", of $Y")[0]
         + r" (in full in the appendix).\par}",
         r"\subsection*{Gaussian-equivalence coefficients}",
         r"\begin{gather*}" + r",\quad ".join(tex["coefficients"]) + r"\end{gather*}",
@@ -117,17 +109,7 @@ def _quantile_table(record: Mapping[str, Any], verification: Mapping[str, Any] |
 
 def _number_latex(x: float) -> str:
     """``x`` in LaTeX math with two significant digits, as a times 10^b outside [0.01, 1000)."""
-    return f"{x:.2g}" if x == 0 or 0.01 <= abs(x) < 1000 else _typeset(f"{x:.1e}")
-
-
-def _summary(record: Mapping[str, Any]) -> str:
-    """The configuration in one line, typeset: heads, ratios, the projections the heads share, score and temperature."""
-    c = record["config"]
-    config = Config.from_dict(c)
-    ratios = ", ".join(rf"${name} = {c[key]}$" for name, key in (("d", "d"), ("d_k", "d_k"), ("d_v", "d_v"), ("d_{out}", "d_out")))
-    sharing = "".join(f"; {', '.join(f'${name}$' for name in names)} shared {_text(how)}"
-                      for how, names in config.shared().items())
-    return rf"$H = {c['heads']}$; {ratios} (ratios to $n$){sharing}; $\beta = {c['beta']}$, {_text(c['score'])}, causal mask"
+    return f"{x:.2g}" if x == 0 or 0.01 <= abs(x) < 1000 else power_of_ten(f"{x:.1e}")
 
 
 def _sharing(config: Config) -> str:
@@ -183,7 +165,7 @@ def key_weighted_document(record: Mapping[str, Any], verification: Mapping[str, 
     out = [
         *PREAMBLE,
         rf"\section*{{Limiting spectral law after layer {network.read_layer}: {_text(record['name'] or 'network')}}}",
-        r"{\raggedright\noindent " + _text(network.summary()) + r". The law of the eigenvalues of $\mathrm{out}^{T} P\, "
+        r"{\raggedright\noindent " + network_summary_latex(network) + r". The law of the eigenvalues of $\mathrm{out}^{T} P\, "
         r"\mathrm{out} / n$, $P = I - \mathbf{1}\mathbf{1}^{T} / n$, after layer " + str(network.read_layer)
         + r" (the network in full in the appendix).\par}",
         r"\subsection*{Gaussian equivalent}",
@@ -219,7 +201,7 @@ def key_weighted_document(record: Mapping[str, Any], verification: Mapping[str, 
         checks.append(_monte_carlo(verification, "the network"))
     out += ["", "The distribution function by decades:", "", *_decades(record),
             r"\subsection*{How it was checked}", "; ".join(checks) + ".",
-            r"\section*{Appendix}", r"\subsection*{The spectral object}", r"{\raggedright The law of " + _text(record["statement"])
+            r"\section*{Appendix}", r"\subsection*{The spectral object}", r"{\raggedright The law of " + network_statement_latex(network)
             + r".\par}", r"\subsection*{Network}", r"\begin{verbatim}", record["config_toml"].strip(), r"\end{verbatim}",
             r"\end{document}", ""]
     return "\n".join(out)

@@ -141,6 +141,9 @@ class LawRecord:
     summary: str | None = None
     #: What the law is the law of, with every normalisation (``Config.statement``, docs/model.md §1.1)
     statement: str | None = None
+    #: The summary and the statement as LaTeX, every formula typeset (for documents)
+    summary_latex: str | None = None
+    statement_latex: str | None = None
     #: The package version that wrote the record, and the digits of its edges (docs/exports.md §5.3)
     version: str = ""
     dps: int = 0

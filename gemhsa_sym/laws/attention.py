@@ -14,6 +14,7 @@ from gemhsa_sym.laws.spectral import RecordEdges, SpectralLaw
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.equivalent import MU1, SIGMA, gaussian_equivalent
 from gemhsa_sym.layer.hermite import HermiteData, hermite_data
+from gemhsa_sym.layer.statement import statement_latex, summary_latex
 from gemhsa_sym.parse import integer_value
 
 __all__ = ["AttentionLaw", "BETA"]
@@ -69,7 +70,8 @@ class AttentionLaw(SpectralLaw):
                                                               rf"\sigma^{{2}} = {sp.latex(c.sigma2)}"])
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
         return AttentionRecord(**{**fields, "latex": latex, "name": self.config.name, "summary": self.config.summary(),
-                                  "statement": self.config.statement},
+                                  "statement": self.config.statement, "summary_latex": summary_latex(self.config),
+                                  "statement_latex": statement_latex(self.config)},
                                config=self.config.to_dict(), config_toml=self.config.to_toml(), coefficients=c.as_dict())
 
     def moments(self, k: int, symbolic: bool = False) -> list[sp.Expr]:

@@ -10,7 +10,7 @@ import sympy as sp
 
 from gemhsa_sym.export.record import LawRecord
 from gemhsa_sym.laws.spectral import RecordEdges, SpectralLaw
-from gemhsa_sym.layer.network import Network
+from gemhsa_sym.layer.network import Network, network_statement_latex, network_summary_latex
 from gemhsa_sym.layer.network_equivalent import NetworkEquivalent, equivalent_of
 
 __all__ = ["MOMENT_DIGITS", "NetworkLaw"]
@@ -47,5 +47,9 @@ class NetworkLaw(SpectralLaw):
         constants of its equivalent."""
         constants = "; ".join(f"{name} = {value if len(str(value)) <= 80 else sp.N(value, 20)}"
                               for name, value in self.equivalent.constants.items())
+        typeset = ", ".join(f"${sp.latex(sp.Symbol(name))} = {sp.latex(value if len(str(value)) <= 80 else sp.N(value, 20))}$"
+                            for name, value in self.equivalent.constants.items())
         return dataclasses.replace(super().record(dps, moments, time_limit, edges, discriminant_limit), name=self.source.name,
-                                   summary=self.source.summary(), statement=f"{self.source.statement}; equivalent's constants: {constants}")
+                                   summary=self.source.summary(), statement=f"{self.source.statement}; equivalent's constants: {constants}",
+                                   summary_latex=network_summary_latex(self.source),
+                                   statement_latex=f"{network_statement_latex(self.source)}; the equivalent's constants: {typeset}")

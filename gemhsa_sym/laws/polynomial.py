@@ -28,4 +28,5 @@ class ModelLaw(SpectralLaw):
                discriminant_limit: float | None = None) -> LawRecord:
         """The law's record (:meth:`SpectralLaw.record`) named after the model."""
         return dataclasses.replace(super().record(dps, moments, time_limit, edges, discriminant_limit), name=self.source.name,
-                                   summary=self.source.summary(), statement=self.source.statement)
+                                   summary=self.source.summary(), statement=self.source.statement,
+                                   summary_latex=self.source.summary_latex(), statement_latex=self.source.statement_latex())

@@ -20,6 +20,7 @@ import tomli_w
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.dimensions import RATIO_RANGE
 from gemhsa_sym.layer.scores import ACTIVATIONS
+from gemhsa_sym.layer.statement import statement_latex, summary_latex
 from gemhsa_sym.parse import integer_value, real_number
 
 __all__ = ["ATTENTIONS", "BLOCK_FIELDS", "MAX_LAYERS", "NORMS", "NORM_POSITIONS", "Network",
@@ -213,6 +214,54 @@ class Network:
         if self.read is not None:
             parts.append(f"read after layer {self.read}")
         return "; ".join(parts) + "; each layer: " + self.layer.summary()
+
+
+#: The blocks' normalisations as LaTeX (docs/extensions.md §8.7).
+NORMS_LATEX = {"layer": r"$N(x) = (x - \bar{x}) / \operatorname{RMS}(x - \bar{x})$ over each token's $d$ features",
+               "rms": r"$N(x) = x / \operatorname{RMS}(x)$ over each token's $d$ features", "none": ""}
+
+
+def network_statement_latex(network: Network) -> str:
+    """:meth:`Network.statement` as LaTeX for a document: every formula in mathematics mode."""
+    pre = network.norm_position == "pre" and network.norm != "none"
+    mlp = rf"\alpha_{{mlp}}\, \phi({'N(U)' if pre else 'U'} W_1) W_2"
+    attention = r"$\operatorname{MHSA}(Z)$ is $Y$ of the tokens $Z$" + (
+        r", $A^{h}$ less its row average (centred attention)" if network.attention == "centred" else "")
+    if network.d_ff is None:
+        block = (r"$U = X + \alpha \sqrt{n}\, \operatorname{MHSA}(N(X))$" if pre else
+                 r"$U = N(X + \alpha \sqrt{n}\, \operatorname{MHSA}(X))$" if network.norm != "none" else
+                 r"$U = X + \alpha \sqrt{n}\, \operatorname{MHSA}(X)$") + r", $\mathrm{out} = U$"
+    else:
+        block = (rf"$U = X + \alpha \sqrt{{n}}\, \operatorname{{MHSA}}(N(X))$, $\mathrm{{out}} = U + {mlp}$" if pre else
+                 rf"$U = N(X + \alpha \sqrt{{n}}\, \operatorname{{MHSA}}(X))$, $\mathrm{{out}} = N(U + {mlp})$"
+                 if network.norm != "none" else
+                 rf"$U = X + \alpha \sqrt{{n}}\, \operatorname{{MHSA}}(X)$, $\mathrm{{out}} = U + {mlp}$")
+        d_ff = sp.latex(network._written(network.d_ff)) + ("" if network.layer.size_n is not None else " n")
+        block += (rf" with $\phi$ = {network.activation}, $\alpha_{{mlp}} = {network.alpha_mlp}$, $W_1 \in \mathbb{{R}}^{{d "
+                  rf"\times d_{{ff}}}}$ with $N(0, 1/d)$ and $W_2 \in \mathbb{{R}}^{{d_{{ff}} \times d}}$ with $N(0, 1/d_{{ff}})$ "
+                  rf"entries, $d_{{ff}} = {d_ff}$")
+    layer = statement_latex(network.layer)
+    head, of, rest = layer.partition(", of $Y")
+    layer = rf"$\alpha = {network.layer.residual}$, $Y" + rest if of else layer
+    parts = [r"the eigenvalues of $\mathrm{out}^{T} P\, \mathrm{out} / n$, $P = I - \mathbf{1}\mathbf{1}^{T}/n$, after layer "
+             f"{network.read_layer} of {network.layers} blocks, each with its own weights: {block}", attention,
+             NORMS_LATEX[network.norm], f"the attention of every layer: {layer}"]
+    return "; ".join(part for part in parts if part)
+
+
+def network_summary_latex(network: Network) -> str:
+    """:meth:`Network.summary` as LaTeX for a document."""
+    parts = [f"{network.layers} layer{'s' if network.layers > 1 else ''}"]
+    if network.norm != "none":
+        parts.append(f"{network.norm_position}-{'LayerNorm' if network.norm == 'layer' else 'RMSNorm'}")
+    if network.d_ff is not None:
+        parts.append(rf"MLP $d_{{ff}} = {sp.latex(network._written(network.d_ff))}$ {network.activation}, "
+                     rf"$\alpha_{{mlp}} = {network.alpha_mlp}$")
+    if network.attention == "centred":
+        parts.append("centred attention")
+    if network.read is not None:
+        parts.append(f"read after layer {network.read}")
+    return "; ".join(parts) + "; each layer: " + summary_latex(network.layer)
 
 
 def description_from_dict(data: Mapping[str, Any]) -> Network | Config:

@@ -133,6 +133,20 @@ class PolynomialModel:
         """False: a polynomial model is drawn as it is (a configuration may be a limit of infinitely many heads)."""
         return False
 
+    def summary_latex(self) -> str:
+        """:meth:`summary` as LaTeX for a document."""
+        dims = ", ".join(f"${sp.latex(sp.Symbol(name))} = {ratio}$" for name, ratio in self.data["dimensions"].items())
+        gaussians = ", ".join(rf"${sp.latex(sp.Symbol(name))} \in \mathbb{{R}}^{{{sp.latex(sp.Symbol(g['rows']))} \times "
+                              rf"{sp.latex(sp.Symbol(g['cols']))}}}$" + (f" scale ${g['scale']}$" if g["scale"] != "1" else "")
+                              for name, g in self.data["gaussians"].items())
+        return f"$Y = {sp.latex(self.parsed()[0])}$; ratios {dims}; Gaussians {gaussians}"
+
+    def statement_latex(self) -> str:
+        """:attr:`statement` as LaTeX for a document."""
+        q = sp.latex(sp.Symbol(str(self.parsed()[0].cols)))
+        return (rf"the eigenvalues of $Y^{{T}} Y$ (${q} \times {q}$, zeros included), sizes ratio times $n$, entries "
+                rf"$N(0, \mathrm{{scale}} / n)$, of $Y = {sp.latex(self.parsed()[0])}$")
+
     @property
     def statement(self) -> str:
         """The spectral object in full: the polynomial, its sizes and the entries' variances."""

@@ -9,7 +9,11 @@ from typing import Any
 
 from gemhsa_sym.layer.modes import OUTPUT_RULES, VALUE_RULES
 
-__all__ = ["ratio_text", "statement", "statement_latex"]
+#: The parts of a configuration's one-line summary that are formulas, as LaTeX (the words stay text).
+_TARGETS = {"attention": r"target: the attention matrix $\sqrt{n}\,(A - J)$"}
+_MASKS = {"causal": r"causal mask: query $i$ sees the keys $j \le i$"}
+
+__all__ = ["ratio_text", "statement", "statement_latex", "summary_latex"]
 
 #: The function of each score in the attention, as docs/model.md §1.1 writes it.
 SCORES = {"softmax": "exp"}
@@ -102,3 +106,28 @@ def statement_latex(config: Any) -> str:
         widths += [("d_v", config.d_v), ("d_{out}", config.d_out)]
     sizes = r"$n$ tokens, " + ", ".join(rf"${name} = {ratio_text(ratio, ' ')}$" for name, ratio in widths)
     return f"{obj}: " + "; ".join([*parts, sizes])
+
+
+def summary_latex(config: Any) -> str:
+    """The configuration's one-line summary (``Config.summary``) as LaTeX for a document: heads, widths as ratios to n,
+    shared projections, value and output rules, temperature, score, residual stream, target, tokens and mask."""
+    widths = [("d", "d"), ("d_k", "d_k")] + ([("d_v", "d_v"), ("d_{out}", "d_out")] if config.target_rule.output_side else [])
+    ratios = config.ratios()
+    heads = r"\infty" if config.infinite_heads else str(config.heads)
+    parts = [rf"$H = {heads}$; " + ", ".join(rf"${name} = {ratio_text(ratios[key], ' ')}$" for name, key in widths)
+             + " (ratios to $n$)"]
+    parts += [f"{', '.join(f'${name}$' for name in names)} shared {how}" for how, names in config.shared().items()]
+    value, output = VALUE_RULES[config.kv], OUTPUT_RULES[config.output]
+    parts += [value.latex + (rf", $\rho = {config.rho}$" if value.uses_rho else "")] if value.latex else []
+    parts += [output.latex] if output.latex else []
+    norm = "row-normalised" if config.normalisation == "row" else "unnormalised ($/n$)"
+    parts.append(rf"$\beta = {config.beta}$, {config.score}, {norm}")
+    if config.residual is not None:
+        parts.append(rf"residual stream $R = X + \alpha \sqrt{{n}}\, Y$ with $\alpha = {config.residual}$")
+    parts.append(_TARGETS.get(config.target, ""))
+    if config.token_rule.projected:
+        parts.append("orthonormal tokens")
+    elif config.token_covariance is not None:
+        parts.append("token covariance with eigenvalues (weights) " + ", ".join(f"${v}$ (${w}$)" for v, w in config.token_covariance))
+    parts.append(_MASKS.get(config.mask, ""))
+    return "; ".join(part for part in parts if part)
