@@ -10,8 +10,9 @@ u <= t, t = i / n. Two models, by the score's linear coefficient:
 - mu_1 != 0 (softmax): the masked scores mu_1 (S0 (.) M) / t are not a polynomial in Gaussian
   matrices and do not act like independent noise; they act like masked scores with fresh queries,
   whose law is the two-point Dyson equation of docs/equations.md §2.11 (:mod:`.free.two_point`, :mod:`.free.two_point_solver`),
-  written for heads with their own W_O (W_Q, W_K, W_V shared in groups or not), with or without the
-  residual stream; other configurations are refused naming the field.
+  written for any heads (W_Q, W_K, W_V shared in groups or not), values and outputs by any rule, with
+  or without the residual stream, for Gaussian tokens with a covariance or not; orthonormal tokens
+  are refused naming the field.
 
 The uniform causal part c_0 C V W_O (C_ij = 1/i on j <= i) is left out of both: Monte Carlo shows its
 effect on the law fading with n (docs/extensions.md §8.6).

@@ -250,7 +250,8 @@ def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool
     side_vars[out] += ["r"] + ([f"{m}{k}" for k in K for m in ("y", "z")] if residual else [])
     links = tuple((f"b{h}{x}", f"b{h}_{k}{x}", 1.0) for h in Hs for k in K for _, x, _, _ in blocks)
     links += tuple(link for k in K for link in ((f"y{k}", "r", 1.0), ("r", f"z{k}", 1.0))) if residual else ()
-    weighted = tuple(link for k in K for link in ((f"y{k}", f"a{k}", 1.0, "root", k), (f"z{k}", f"y{k}", 1.0, "phi", k)))
+    weighted = tuple(link for k in K for link in ((f"y{k}", f"a{k}", 1.0, "root", k), (f"z{k}", f"y{k}", 1.0, "phi", k))
+                     if residual)
     # tr(C_k R) = sum over heads h, h' and blocks of d of tau of the block (b_k of h', b of h): the mu_1 part couples
     # the heads; the residual stream's phi_k (I + g_k A_k) adds tau of the block (z_k, r)
     delta = tuple(tuple((f"b{g}_{k}{x}", f"b{h}{x}") for _, x, _, _ in blocks for g in Hs for h in Hs)
@@ -259,7 +260,6 @@ def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool
     sides = tuple((side, tuple(side_vars[side])) for side in order if side_vars.get(side))
     side_ratio = {**ratios, **{side: ratio for side, _, ratio, _ in blocks}, "n": 1.0}
     side_ratios = tuple((side, side_ratio[side]) for side, _ in sides)
-    weighted = weighted if residual else ()
     if not reduced:
         return MaskedPencil(sides, tuple(gaussians.items()), tuple(occ), side_ratios, "r", delta, links, weighted=weighted)
     labels = tuple((name, h, template) for name, (h, template) in labelled.items())
