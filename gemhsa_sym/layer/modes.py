@@ -164,9 +164,13 @@ def _check_attention(config: Any) -> None:
 
 
 def _check_causal(config: Any) -> None:
+    """Row normalisation over the i keys of query i, and the output target: the causal attention matrix n (A - C), C
+    the causal average, is not built (neither drawn nor solved: its Gram matrix lives on the key positions, where
+    the two-point equation's blocks are functions of the key position, docs/equations.md §2.11)."""
     if config.target != "output" or config.normalisation != "row":
         raise ValueError("mask: a causal layer normalises row i over its i keys; it needs target = 'output' and "
-                         "normalisation = 'row'")
+                         "normalisation = 'row' (the causal attention matrix n (A - C), C the causal average, is "
+                         "neither drawn nor solved)")
 
 
 def _covariance_summary(config: Any) -> str:
