@@ -72,7 +72,7 @@ def test_causal_law_cache_reads_back_a_valid_entry_and_names_what_is_wrong_with_
     """A table on disk (a Pareto(1) law tabulated on a log grid) comes back unchanged instead of being computed, and
     gives the law back; the validation names what is wrong with a changed one (the recomputation of a bad entry: the
     slow test below)."""
-    from gemhsa_sym.free.positions.profiled_law import Distribution
+    from gemhsa_sym.free.positions.distribution_function import Distribution
     from gemhsa_sym.laws.causal_law import CausalLaw
     from gemhsa_sym.laws.positional import validated_distribution
     from gemhsa_sym.verification.theory import cache_file, store_table, theory_task
@@ -132,7 +132,7 @@ def test_ks_to_a_law_on_a_grid_and_hills_estimator_on_pareto_samples() -> None:
     grid covers the sample, and Hill's estimator recovers the exponent of a Pareto tail."""
     from scipy import stats
 
-    from gemhsa_sym.free.positions.profiled_law import Distribution
+    from gemhsa_sym.free.positions.distribution_function import Distribution
     from gemhsa_sym.laws.causal_law import CausalLaw
     from gemhsa_sym.verification.distances import empirical_ks, hill
 
@@ -169,7 +169,7 @@ def test_verify_of_a_causal_layer_prints_quantiles_and_tails(tmp_path: pytest.Te
 
 def test_the_tail_exponent_is_withheld_where_the_discretisation_cuts_the_tail() -> None:
     """The square score's profiled law gives its exponent; softmax's masked scores give none, with the reason."""
-    from gemhsa_sym.free.positions.profiled_law import Distribution
+    from gemhsa_sym.free.positions.distribution_function import Distribution
     from gemhsa_sym.laws.causal import UNRESOLVED_TAIL, causal_tail
 
     x = np.geomspace(1.0, 1e4, 40)

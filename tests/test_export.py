@@ -239,7 +239,7 @@ def causal_entry(folder: Path) -> dict:
 
     from gemhsa_sym.export.positional_document import causal_document
     from gemhsa_sym.export.positional_record import causal_record
-    from gemhsa_sym.free.positions.profiled_law import Distribution
+    from gemhsa_sym.free.positions.distribution_function import Distribution
     from gemhsa_sym.layer.config import Config
 
     config = Config(name="square-causal", mask="causal", score="square")

@@ -12,7 +12,8 @@ import sympy as sp
 from scipy import integrate
 
 from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
-from gemhsa_sym.free.positions.profiled_law import ProfiledModel, ProfileError, distribution, mass_below, stieltjes
+from gemhsa_sym.free.positions.distribution_function import distribution, mass_below
+from gemhsa_sym.free.positions.profiled_law import ProfiledModel, ProfileError, stieltjes
 from gemhsa_sym.free.positions.profiles import Profile, Quadrature, T, U
 from gemhsa_sym.laws.spectral import spectral_law
 
@@ -152,9 +153,9 @@ class Tabulated:
     def __init__(self, table: list[list[float]]) -> None:
         self.table, self.sent = np.array(table, dtype=complex), []
 
-    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray, None], np.ndarray | None, None]:
         for level, row in enumerate(self.table):
-            sent = yield level, 10 * (level + 1), row.copy()
+            sent = yield level, 10 * (level + 1), row.copy(), None
             self.sent.append(np.array(sent))
 
 
@@ -169,3 +170,41 @@ def test_each_point_keeps_its_first_level_within_tolerance_and_only_the_rest_go_
     values = stieltjes(Tabulated(np.array([first, second]).T.tolist()), np.array([1j, 2j]), tol=1e-3)
     assert values.m.real.tolist() == [1.0001, 1.2005] and values.level == 2 and values.nodes == 30
     assert values.error.tolist() == pytest.approx([1e-4, 5e-4])
+
+
+class _Halving:
+    """Levels whose m moves by c 2^-level towards 1 + 1j at each point (c given per point), with no error of their own:
+    the driver's change from level to level is then c 2^-level exactly."""
+
+    def __init__(self, c: np.ndarray, count: int = 7) -> None:
+        self.c, self.count, self.solved = c, count, []
+
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray, None], np.ndarray | None, None]:
+        active = np.ones(w.shape, dtype=bool)
+        for level in range(self.count):
+            self.solved.append(int(active.sum()))
+            sent = yield level, level + 1, (1 + 1j) + self.c * 2.0**-level, None
+            if sent is not None:
+                active &= np.asarray(sent, dtype=bool)
+
+
+def test_a_weighted_budget_refines_the_points_that_carry_the_sum() -> None:
+    """stieltjes with weights (docs/solving.md §3.11): sum_i weight_i error_i stays within tol, the points of small weight
+    stop at the first comparison while the heavy ones go on, and a budget the last level cannot meet is refused."""
+    c = np.array([1.0, 1.0, 1.0, 1.0])
+    weight = np.array([1e-6, 1e-6, 1.0, 1.0])
+    model = _Halving(c)
+    values = stieltjes(model, np.full(4, 1j), tol=0.05, weight=weight)
+    assert float(np.sum(weight * values.error)) <= 0.05
+    assert model.solved[:2] == [4, 4] and model.solved[2] == 2  # the light points kept their level-1 value
+    assert np.allclose(values.error, [0.5, 0.5, 2.0**-6, 2.0**-6])  # the heavy ones: a change within 0.025 each
+    unweighted = _Halving(c)
+    stieltjes(unweighted, np.full(4, 1j), tol=0.05 / 3)  # every point to 0.0167 (1 + |m|) = 0.040: level 5 for all
+    assert unweighted.solved == [4, 4, 4, 4, 4, 4]
+    uneven = _Halving(c[:2])  # parts 0.5 and 0.0005 at the first comparison: they fit in 0.6 together, so both stop
+    assert np.allclose(stieltjes(uneven, np.full(2, 1j), tol=0.6, weight=np.array([1.0, 1e-3])).error, 0.5)
+    assert uneven.solved == [2, 2]
+    with pytest.raises(ProfileError, match="weighted change"):
+        stieltjes(_Halving(c, count=6), np.full(4, 1j), tol=0.05, weight=weight)
+    with pytest.raises(ValueError, match="weight"):
+        stieltjes(_Halving(c), np.full(4, 1j), tol=0.05, weight=np.ones(3))

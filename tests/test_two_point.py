@@ -15,7 +15,7 @@ from gemhsa_sym.free.positions.masked_pencil import MaskedPencil, Occurrence, he
 from gemhsa_sym.free.positions.profiled_law import stieltjes
 from gemhsa_sym.free.positions.profiles import Quadrature
 from gemhsa_sym.free.positions.two_point import TwoPointSystem
-from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel, solve
+from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel, extrapolated, solve
 from gemhsa_sym.laws.causal import causal_model
 from gemhsa_sym.layer.config import Config
 
@@ -344,3 +344,20 @@ def test_a_point_whose_first_height_lands_off_the_physical_solution_is_reached_a
     coarse, finer = (solve(model.system(level), w)[0][0] for level in (0, 1))
     assert coarse.imag < 0 and finer.imag < 0
     assert abs(coarse - finer) < 0.005 * abs(finer)
+
+
+def test_the_levels_extrapolate_over_the_order_and_estimate_their_error_by_an_embedded_pair() -> None:
+    """extrapolated (docs/solving.md §3.13) is exact on m + a p^-2 + b p^-3 from three orders and on m + a p^-2 from two;
+    the levels of the single head yield it with the change from the extrapolation of one order fewer as the error,
+    which at w = 0.2 + 0.5i (the limit 0.16945 - 1.17175i, extrapolated from orders 4, 6, 8) bounds the true error."""
+    m, a, b = 0.25 - 0.5j, 3.0 + 1j, -2.0
+    for orders in ([3, 4, 6], [4, 6, 8], [2, 5, 7]):
+        values = [np.array([m + a / p**2 + b / p**3]) for p in orders]
+        assert abs(extrapolated(orders, values)[0] - m) < 1e-12
+    assert abs(extrapolated([3, 4], [np.array([m + a / p**2]) for p in (3, 4)])[0] - m) < 1e-12
+    levels = causal_model(Config(mask="causal")).levels(np.array([0.2 + 0.5j]), 0.0)
+    _, _, first, none = next(levels)
+    _, nodes, second, error = levels.send(np.array([True]))
+    levels.close()
+    assert none is None and nodes == 36
+    assert abs(second[0] - (0.16945 - 1.17175j)) < error[0] < abs(second[0] - first[0])  # 1.9e-4, 1.0e-3, 1.8e-3

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "of infinitely many heads drawn at 40 heads) and writes NAME.verify.json beside it;\n"
             "its figures enter the document's 'How it was checked' (--check reads them, it does\n"
             "not redraw them).\n\n"
-            "A causal layer's law has no P(m, w) or moments and takes tens of minutes: --write\n"
+            "A causal layer's law has no P(m, w) or moments and takes minutes: --write\n"
             "computes it (or reads it from --cache DIR, where verify and claims keep it), and\n"
             "--check reads the committed distribution function back, regenerates the rest of\n"
             "the record from it and solves m(w) again at four probe points (seconds).\n"

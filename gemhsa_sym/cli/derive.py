@@ -89,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "the record of the same configuration written by this package version; `gemhsa-sym "
                              "derivations --check` proves the records are what the engine computes)")
     parser.add_argument("--cache", metavar="DIR",
-                        help="a causal layer's law (tens of minutes to solve) is read from DIR where it was kept before "
+                        help="a causal layer's law (minutes to solve) is read from DIR where it was kept before "
                              "(by derive, verify, claims or `derivations --fill-cache`) for the same configuration and "
                              "package version, else solved and kept there; other laws are refused this option")
     parser.set_defaults(run=run)

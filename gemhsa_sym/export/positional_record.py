@@ -2,7 +2,7 @@
 network's read after layer 2 (key weights): what ``derive`` reports of it, its distribution function, and probes that
 check the equations in seconds.
 
-A causal law costs tens of minutes (docs/solving.md §3.13), so a check does not recompute it. It reads
+A causal law costs minutes (docs/solving.md §3.13), so a check does not recompute it. It reads
 the committed table back as a distribution function (validated as a cached law is), regenerates
 every other field from the configuration and that table (coefficients, equations in words,
 quantiles, the mass below the grid, the tail), and solves m(w) again at the probe points on the
@@ -20,7 +20,8 @@ import sympy as sp
 
 from gemhsa_sym.export.latex import broken_sum, decimals, entry, named_terms
 from gemhsa_sym.free.expressions.matrices import NORMAL
-from gemhsa_sym.free.positions.profiled_law import Distribution, LeveledModel
+from gemhsa_sym.free.positions.distribution_function import Distribution
+from gemhsa_sym.free.positions.profiled_law import LeveledModel
 from gemhsa_sym.free.positions.profiles import T
 from gemhsa_sym.free.positions.two_point_solver import LEVELS, MaskedScoresModel
 from gemhsa_sym.laws.causal import NOISE_PROFILE, REPORT_TOL, causal_model, causal_report
@@ -43,7 +44,7 @@ def probes(model: LeveledModel) -> dict[str, Any]:
     """m(w) at :data:`PROBES` on the first level of a positional ``model``, with that level's nodes."""
     w = np.array(PROBES)
     levels = model.levels(w, 0.0)
-    _, nodes, m = next(levels)
+    _, nodes, m, _ = next(levels)
     levels.close()
     return {"w": [[z.real, z.imag] for z in w], "m": [[float(z.real), float(z.imag)] for z in m], "nodes": nodes}
 

@@ -27,8 +27,9 @@ import numpy as np
 import sympy as sp
 
 from gemhsa_sym.free.expressions.matrices import gaussians_of
+from gemhsa_sym.free.positions.distribution_function import Distribution, distribution
 from gemhsa_sym.free.positions.masked_pencil import heads_pencil
-from gemhsa_sym.free.positions.profiled_law import Distribution, ProfiledModel, density, distribution
+from gemhsa_sym.free.positions.profiled_law import ProfiledModel, density
 from gemhsa_sym.free.positions.profiles import Profile, T
 from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
 from gemhsa_sym.layer.config import Config
@@ -49,8 +50,11 @@ CDF_GRID: tuple[float, ...] = tuple(np.geomspace(1e-4, 1e4, 257))
 MASKED_CDF_GRID: tuple[float, ...] = tuple(np.geomspace(1e-4, 1e4, 65))
 #: The quantiles a report gives.
 QUANTILES: tuple[float, ...] = (0.1, 0.5, 0.9, 0.99)
-#: Tolerance of the level-to-level change of m (docs/solving.md §3.11) in reports.
+#: Tolerance of reports (docs/solving.md §3.11): of m at every point, and of F for masked scores.
 REPORT_TOL = 1e-3
+#: The share of the tolerance in F that the levels of masked scores spend (the integration rule's error, about 1e-4 on
+#: :data:`MASKED_CDF_GRID`, comes on top).
+LEVELS_SHARE = 0.75
 #: Why the law of masked scores gives no tail exponent.
 UNRESOLVED_TAIL = ("the two-point levels grade the query positions over 8 octaves, and the largest eigenvalues come from the "
                    "rows of the smallest positions (variance 1 / t^2): the law's tail above about 1e3 is cut, within the "
@@ -104,14 +108,16 @@ def _masked_scores(config: Config, mu1_squared: float, sigma2: float) -> MaskedS
 
 @functools.lru_cache(maxsize=8)
 def causal_distribution(config: Config, tol: float = REPORT_TOL) -> Distribution:
-    """The distribution function of the causal law on :data:`CDF_GRID` (:data:`MASKED_CDF_GRID` for masked scores)
-    (docs/solving.md §3.11)."""
+    """The distribution function of the causal law on :data:`CDF_GRID` (docs/solving.md §3.11): every point of m to
+    ``tol``; for masked scores on :data:`MASKED_CDF_GRID`, each point by its weight in F, the levels spending
+    :data:`LEVELS_SHARE` of ``tol`` in F's achieved error."""
     model = causal_model(config)
-    masked = isinstance(model, MaskedScoresModel)
-    note(f"a causal law is solved level by level to {tol:g} in F: "
-         + ("the two-point equation of masked scores, tens of minutes for softmax scores (the library's causal "
-            "presets are read at once by gemhsa_sym.law(name))" if masked else "a few minutes"))
-    return distribution(model, np.array(MASKED_CDF_GRID if masked else CDF_GRID), tol)
+    if isinstance(model, MaskedScoresModel):
+        note(f"a causal law is solved level by level to {tol:g} in F: the two-point equation of masked scores, minutes "
+             "(the library's causal presets are read at once by gemhsa_sym.law(name))")
+        return distribution(model, np.array(MASKED_CDF_GRID), LEVELS_SHARE * tol, weighted=True)
+    note(f"a causal law is solved level by level, m(w) to {tol:g} (1 + |m|) at every point: a few minutes")
+    return distribution(model, np.array(CDF_GRID), tol)
 
 
 def causal_tail(config: Config, law: Distribution) -> float | None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from gemhsa_sym.export.positional_document import causal_document
 from gemhsa_sym.export.positional_record import causal_latex, causal_record
-from gemhsa_sym.free.positions.profiled_law import Distribution
+from gemhsa_sym.free.positions.distribution_function import Distribution
 from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
 from gemhsa_sym.laws.causal import (
     REPORT_TOL,
@@ -80,12 +80,15 @@ class CausalLaw(PositionalLaw):
         found = self.found
         out = {
             "cdf": f"the distribution function on its log-spaced grid ({found}): the mass below the first point by a contour "
-                   f"integral of m(w), then the density integrated in log x (docs/solving.md §3.11); linear between points",
+                   f"integral of m(w), then the density integrated in log x (docs/solving.md §3.11); between points the cubic "
+                   f"in log x that matches F and the density",
             "ccdf": "1 - cdf", "quantile": "bisection on cdf inside the grid",
-            "density": f"-Im m(x + i0) / pi of {equation}, discretised level by level until m changes by at most tol (1 + |m|)",
-            "stieltjes": f"{equation}, discretised level by level until m changes by at most tol (1 + |m|)",
+            "density": f"-Im m(x + i0) / pi of {equation}, discretised level by level until m is within tol (1 + |m|)",
+            "stieltjes": f"{equation}, discretised level by level until m is within tol (1 + |m|)",
             "atoms": "none: no eigenvalue keeps a positive fraction of the mass at one point",
-            "support": "(0, inf)", "achieved_error": "the level-to-level change of F, integrated, and the integration rule's estimate (docs/solving.md §3.11)",
+            "support": "(0, inf)",
+            "achieved_error": "every point's error (its change from the level before, or the two-point levels' estimate) times its "
+                              "weight in F, summed, and the integration rule's estimate (docs/solving.md §3.11)",
             "record": "the record of the library (docs/exports.md §5.5)", "to_latex": "the record as a document",
         }
         if not self.masked:

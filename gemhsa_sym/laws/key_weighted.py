@@ -26,7 +26,8 @@ from gemhsa_sym.export.positional_record import key_weighted_record
 from gemhsa_sym.free.expressions.matrices import Dim
 from gemhsa_sym.free.numeric.results import Atom
 from gemhsa_sym.free.positions import profiled_law
-from gemhsa_sym.free.positions.profiled_law import Distribution, ProfiledModel, density, distribution, stieltjes
+from gemhsa_sym.free.positions.distribution_function import Distribution, distribution
+from gemhsa_sym.free.positions.profiled_law import ProfiledModel, density, stieltjes
 from gemhsa_sym.laws.positional import PositionalLaw
 from gemhsa_sym.laws.protocol import NoAnswer
 from gemhsa_sym.laws.tabulated import TabulatedLaw, table_queries
@@ -148,7 +149,8 @@ class KeyWeightedLaw(PositionalLaw):
                     "§2.12), on Gauss-Hermite rules of 8, 16, 32, 64 nodes until m changes by at most tol (1 + |m|)")
         return {
             "cdf": "the distribution function on a log-spaced grid: the mass below its first point by a contour integral of "
-                   "m(w), then the density integrated in log x (docs/solving.md §3.11); linear between points",
+                   "m(w), then the density integrated in log x (docs/solving.md §3.11); between points the cubic in log x that "
+                   "matches F and the density",
             "ccdf": "1 - cdf", "quantile": "bisection on cdf inside the grid", "density": f"-Im m(x + i0) / pi of {equation}",
             "stieltjes": equation, "moments": f"contour integrals of m(w) w^k on a circle around the grid's mass ({equation})",
             "atoms": "the rank of out^T P out / n: a mass 1 - n/d at 0 where d > n", "support": "(0, inf)",

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from gemhsa_sym.free.positions.profiled_law import Distribution, LeveledModel, density, stieltjes
+from gemhsa_sym.free.positions.distribution_function import Distribution
+from gemhsa_sym.free.positions.profiled_law import LeveledModel, density, stieltjes
 from gemhsa_sym.laws.protocol import Law, check_points
 from gemhsa_sym.layer.config import Config
 from gemhsa_sym.layer.network import Network

@@ -23,7 +23,7 @@ import mpmath
 import numpy as np
 
 from gemhsa_sym.free.numeric.results import Atom, Edge
-from gemhsa_sym.free.positions.profiled_law import between_points
+from gemhsa_sym.free.positions.distribution_function import between_points
 from gemhsa_sym.laws.protocol import Law, NoAnswer, check_points
 from gemhsa_sym.parse import MAX_TEXT, parse_number
 

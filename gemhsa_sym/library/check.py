@@ -19,7 +19,7 @@ depends on the time the discriminant took when it was written (the record says w
 eliminated with the default time limit: which of its attempts finishes in time decides P.
 
 A causal configuration's record is that of :mod:`gemhsa_sym.export.positional_record` (its law has no moments
-and no P(m, w), and costs tens of minutes): ``--write`` computes the law (or reads it from a cache
+and no P(m, w), and costs minutes): ``--write`` computes the law (or reads it from a cache
 folder), and :func:`check` reads the committed distribution function back, regenerates every other
 field from it and the configuration, and solves the probes again (docs/exports.md §5.5);
 :func:`fill_cache` puts the committed laws, checked so, where ``verify`` and ``claims`` read them. A network read after

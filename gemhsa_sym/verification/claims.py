@@ -318,7 +318,7 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
            if len(result.theories) < len(BIDIRECTIONAL_PRESETS)
            else "") + ").",
         "Every figure below is computed by that command; regenerate the file with it"
-        + (" (the causal softmax laws take tens of minutes: `gemhsa-sym derivations --fill-cache --cache DIR` keeps the "
+        + (" (the causal softmax laws take minutes: `gemhsa-sym derivations --fill-cache --cache DIR` keeps the "
            "library's, which the command reads with `--cache DIR`)." if result.causal else "."),
         "Spectra: eigenvalues of Y_c^T Y_c / n (of n (A - J)^T (A - J) for the attention matrix, of R^T P R / n for the",
         "residual stream). KS = Kolmogorov–Smirnov distance; theory = the derived",

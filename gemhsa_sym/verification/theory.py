@@ -1,6 +1,6 @@
 """The law's table for verification, computed once and kept in ``--cache DIR`` (docs/verification.md §4.3).
 
-Solving a law is the expensive step (seconds for a spectral law, tens of minutes for a causal softmax
+Solving a law is the expensive step (seconds for a spectral law, minutes for a causal softmax
 layer), so it runs once per configuration, possibly in a worker process, and returns the law's
 :class:`~gemhsa_sym.laws.tabulated.TabulatedLaw` (:meth:`tabulate`, one protocol for every law). With a
 cache folder, a table computed before for the same configuration, options and package version is read

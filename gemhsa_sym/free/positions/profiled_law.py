@@ -8,11 +8,10 @@ positional part is its deterministic diagonals, docs/equations.md §2.12, a leve
 yields m(w) level after level (as does any :class:`LeveledModel`, such as the masked scores of
 :mod:`.two_point`); the driver :func:`stieltjes` keeps each point's m at the first level where it
 differs from the previous level's by at most ``tol`` (1 + |m|), asks the next levels for the other
-points only, and reports that difference as the achieved error beside every value; a request that
-the last level cannot meet is refused with the error it reached. Densities are -Im m(x + i0) / pi;
-the distribution function comes from one contour integral (mass up to a point, atoms included) and
-the density integrated from there, so it needs no moment: the laws of singular profiles (the causal
-layer) have none.
+points only (or, given each point's weight in a sum such as the distribution function, spends a
+budget of that sum's error), and reports that difference as the achieved error beside every value; a
+request that the last level cannot meet is refused with the error it reached. Densities are
+-Im m(x + i0) / pi; the distribution function is built from them in :mod:`.distribution_function`.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-from scipy import interpolate
 from sympy.matrices.expressions import MatrixExpr
 
 from gemhsa_sym.free.expressions.matrices import Diagonal, Dim, Gaussian, diagonals_of, dims_of, gaussians_of, is_polynomial
@@ -33,10 +31,10 @@ from gemhsa_sym.free.numeric.descent import BranchError
 from gemhsa_sym.free.numeric.systems import NumericSystem
 from gemhsa_sym.free.positions.profiles import Profile, Quadrature, profiled_system
 from gemhsa_sym.parse import to_number
-from gemhsa_sym.progress import note, stage
+from gemhsa_sym.progress import note
 
-__all__ = ["LEVELS", "NORMAL_LEVELS", "ProfileError", "LeveledModel", "ProfiledModel", "ProfiledValues", "Distribution", "stieltjes",
-           "between_points", "density", "distribution", "far_mean", "integrated"]
+__all__ = ["LEVELS", "NORMAL_LEVELS", "ProfileError", "LeveledModel", "ProfiledModel", "ProfiledValues", "stieltjes",
+           "density", "far_mean"]
 
 #: (Gauss-Legendre order per panel, octaves of geometric grading towards t = 0) of each level.
 LEVELS: tuple[tuple[int, int], ...] = ((4, 8), (6, 16), (8, 24), (10, 32))
@@ -46,13 +44,6 @@ NORMAL_LEVELS: tuple[int, ...] = (8, 16, 32, 64)
 START_HEIGHTS: tuple[float, ...] = tuple(10.0 ** k for k in range(2, 18, 2))
 #: Steps of the fixed-point iteration allowed at a start height.
 FIXED_POINT_STEPS = 100
-#: Gauss-Legendre nodes per decade of the angle on the arc of the contour integral of the distribution function.
-ARC_NODES = 8
-#: Bisections of a grid interval across which the density falls to 0 (:func:`_edges_refined`); below EDGE_LEVEL times
-#: its largest value the density counts as 0.
-EDGE_BISECTIONS, EDGE_LEVEL = 12, 1e-12
-#: Bisection steps of a quantile inside its grid interval (the interval in log x shrinks to 2^-50 of its width).
-QUANTILE_STEPS = 50
 
 
 class ProfileError(ArithmeticError):
@@ -128,16 +119,16 @@ class ProfiledModel:
                                                    self.quadrature(level))
         return self._systems[level]
 
-    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
-        """(level, nodes, m(w)) for every level in turn, every point solved (a mask sent is not needed: a level costs
-        seconds); BranchError where a point fails verification."""
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray, None], np.ndarray | None, None]:
+        """(level, nodes, m(w), None) for every level in turn, every point solved (a mask sent is not needed: a level
+        costs seconds; its error is the change from the level before); BranchError where a point fails verification."""
         for level in range(self.level_count):
             system = self.system(level)
             branch = follow_branch(system, w, max(start_height(system), 10 * float(np.max(np.abs(w)))), floor)
             if not np.all(branch.ok):
                 bad = w[~branch.ok]
                 raise BranchError(f"m(w) failed verification at {bad.size} point(s), e.g. w = {bad[0]:.6g}, level {level}")
-            yield level, self.quadrature(level).size, branch.m
+            yield level, self.quadrature(level).size, branch.m, None
 
 
 @dataclass(frozen=True)
@@ -171,45 +162,69 @@ class LeveledModel(Protocol):
     """A law computed on ever finer discretisations: :class:`ProfiledModel`, and the masked scores of
     :class:`~.two_point_solver.MaskedScoresModel`."""
 
-    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
-        """(level, nodes, m(w)) for every level in turn (``floor``: the height of the drivers' last step); a boolean
-        mask sent to the generator names the points the next levels must solve (the others may be left as they are)."""
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray, np.ndarray | None],
+                                                                            np.ndarray | None, None]:
+        """(level, nodes, m(w), its error) for every level in turn (``floor``: the height of the drivers' last step; the
+        error None where the driver is to take the change from the level before); a boolean mask sent to the generator
+        names the points the next levels must solve (the others may be left as they are)."""
         ...
 
 
-def stieltjes(model: LeveledModel, w: Any, tol: float = 1e-6, floor: float | np.ndarray = 1e-4) -> ProfiledValues:
-    """m(w) on the upper half plane to ``tol`` (1 + |m|) in the level-to-level change (module docstring): each point
+def stieltjes(model: LeveledModel, w: Any, tol: float = 1e-6, floor: float | np.ndarray = 1e-4,
+              weight: np.ndarray | None = None) -> ProfiledValues:
+    """m(w) on the upper half plane to ``tol`` (1 + |m|) in the achieved error, the level-to-level change or the level's
+    own estimate (module docstring): each point
     keeps the value of its first level within ``tol``, and the levels after it are asked (by ``send``) for the points
-    still above; ``level`` and ``nodes`` are those of the last level a point needed."""
+    still above; ``level`` and ``nodes`` are those of the last level a point needed. With ``weight`` (one per point,
+    the share of a sum such as F that its m carries), ``tol`` bounds sum_i weight_i error_i instead: after every level
+    every point keeps its value if their parts fit in what the points kept so far left of ``tol``, and otherwise the
+    points whose part is within an equal share of it (docs/solving.md §3.11)."""
     w = np.atleast_1d(np.asarray(w, dtype=complex))
     if not tol > 0:
         raise ValueError(f"tol: must be positive, got {tol}")
+    if weight is not None and (np.shape(weight) != w.shape or np.any(np.asarray(weight) < 0)):
+        raise ValueError("weight: one non-negative weight per point")
     previous, error, nodes = None, np.full(w.shape, np.inf), 0
     active = np.ones(w.shape, dtype=bool)
     levels = model.levels(w, floor)
     while True:
         try:
-            level, nodes, m = next(levels) if previous is None else levels.send(active.copy())
+            level, nodes, m, own = next(levels) if previous is None else levels.send(active.copy())
         except StopIteration:
             break
         except MemoryError as exc:  # the next level does not fit: the last one reached is the answer's bound
             if previous is None:
                 raise
-            worst = float(np.max(error / (1 + np.abs(previous))))
-            raise ProfileError(f"tol: m(w) changed by {worst:.2e} (1 + |m|) at {nodes} nodes, above {tol:g}, and {exc}") from None
+            raise ProfileError(f"tol: the level of {nodes} nodes {_excess(error, previous, tol, weight)}, and {exc}") from None
         if previous is not None:
             m = np.where(active, m, previous)
-            error = np.where(active, np.abs(m - previous), error)
-            active = error > tol * (1 + np.abs(m))
-            note(f"level {level} ({nodes} nodes): m(w) within {tol:g} (1 + |m|) of the level before at "
-                 f"{w.size - int(active.sum())} of {w.size} points")
+            error = np.where(active, np.abs(m - previous) if own is None else own, error)
+            if weight is None:
+                active = error > tol * (1 + np.abs(m))
+                note(f"level {level} ({nodes} nodes): m(w) within {tol:g} (1 + |m|) of the level before at "
+                     f"{w.size - int(active.sum())} of {w.size} points")
+            else:
+                part = weight * error
+                left = tol - float(np.sum(part[~active]))
+                if np.sum(part[active]) > left:  # the points still refined share what is left equally
+                    active &= part > left / np.count_nonzero(active)
+                else:
+                    active[:] = False
+                note(f"level {level} ({nodes} nodes): {w.size - int(active.sum())} of {w.size} points kept, their weighted "
+                     f"change {float(np.sum(part[~active])):.2e} of {tol:g} (all points: {float(np.sum(part)):.2e})")
             if not np.any(active):
                 return ProfiledValues(w, m, error, level, nodes)
         else:
             note(f"level {level} ({nodes} nodes) solved at {w.size} points")
         previous = m
-    worst = float(np.max(error / (1 + np.abs(previous))))
-    raise ProfileError(f"tol: the last level ({nodes} nodes) changed m(w) by {worst:.2e} (1 + |m|), above {tol:g}")
+    raise ProfileError(f"tol: the last level ({nodes} nodes) {_excess(error, previous, tol, weight)}")
+
+
+def _excess(error: np.ndarray, m: np.ndarray, tol: float, weight: np.ndarray | None) -> str:
+    """How far the last level's changes are from ``tol``, in words (:func:`stieltjes`)."""
+    if weight is None:
+        return f"changed m(w) by {float(np.max(error / (1 + np.abs(m)))):.2e} (1 + |m|), above {tol:g}"
+    return f"left a weighted change of m(w) of {float(np.sum(weight * error)):.2e}, above {tol:g}"
 
 
 def far_mean(model: LeveledModel, scale: float) -> float:
@@ -225,152 +240,3 @@ def density(model: LeveledModel, x: Any, tol: float = 1e-6) -> ProfiledValues:
     """m(x + i0) at real points (``m.imag`` = -pi times the density), to ``tol`` as :func:`stieltjes`."""
     x = np.atleast_1d(np.asarray(x, dtype=float))
     return stieltjes(model, x + 0j, tol, floor=1e-6 * (1 + np.abs(x)))
-
-
-def mass_below(model: LeveledModel, x: float, tol: float = 1e-6) -> tuple[float, float]:
-    """The mass of [0, x] (atoms included) and its achieved error: F(x) = -(1/pi) Im int m(w) dw along the
-    half circle in the upper half plane from -a to x (a = max(1, x)), where m is analytic but at x. The
-    angle from x is integrated in log theta (Gauss-Legendre, :data:`ARC_NODES` per decade) down to the
-    distance 1e-3 x from x (an angle of at most 1e-6); below, m is taken constant (its value at the first
-    node), which m, varying on the scale of x there, misses by about |m| (1e-3 x)^2 / (pi x) in F: that
-    is added to the achieved error (docs/solving.md §3.11)."""
-    if not x > 0:
-        raise ValueError(f"x: the mass below a point is asked at positive points, got {x}")
-    a = max(1.0, x)
-    centre, radius = (x - a) / 2, (x + a) / 2
-    low = np.log(min(1e-6, 1e-3 * x / radius))
-    edges = np.linspace(low, np.log(np.pi), max(2, int(np.ceil((np.log(np.pi) - low) / np.log(10)))) + 1)
-    nodes, weights = np.polynomial.legendre.leggauss(ARC_NODES)
-    half = np.diff(edges)[:, None] / 2
-    s = (edges[:-1, None] + half * (nodes + 1)).ravel()
-    ds = (half * weights).ravel()
-    theta = np.exp(s)
-    points = centre + radius * np.exp(1j * theta)
-    values = stieltjes(model, points, tol, floor=points.imag / 2)  # every point reached by descent
-    # the path runs from -a (theta = pi) to x (theta = 0): F = (1/pi) Im int_0^pi m w'(theta) dtheta
-    dw = 1j * radius * np.exp(1j * theta) * theta * ds
-    dw[0] += 1j * radius * np.exp(low)  # theta below the nodes: m there is m at the first node, to first order
-    mass = float(np.sum(values.m * dw).imag / np.pi)
-    constant = abs(values.m[0]) * (radius * np.exp(low)) ** 2 / (np.pi * x)
-    return mass, float(np.sum(values.error * np.abs(dw)) / np.pi) + constant
-
-
-@dataclass(frozen=True)
-class Distribution:
-    """The distribution function on a grid: points x, F(x), the density, the achieved error of F (the
-    level-to-level change of the mass below x[0] plus that of the density, integrated, plus the integration rule's),
-    the level and nodes. Between grid points F is the cubic in log x that matches F and its slope x rho at both ends
-    (:meth:`at`), kept between the two values."""
-
-    x: np.ndarray
-    cdf: np.ndarray
-    density: np.ndarray
-    error: float
-    level: int
-    nodes: int
-
-    def at(self, x: Any) -> np.ndarray:
-        """F at points inside the grid (:func:`between_points`); ValueError outside it."""
-        x = np.atleast_1d(np.asarray(x, dtype=float))
-        if np.any(x < self.x[0]) or np.any(x > self.x[-1]):
-            raise ValueError(f"x: the grid covers [{self.x[0]:g}, {self.x[-1]:g}]")
-        return between_points(self.x, self.cdf, self.density, x)
-
-    def quantile(self, q: Any) -> np.ndarray:
-        """x with F(x) = q (:meth:`at`, by bisection in log x inside the grid interval that brackets q); ValueError
-        outside the grid."""
-        q = np.atleast_1d(np.asarray(q, dtype=float))
-        if np.any(q < self.cdf[0]) or np.any(q > self.cdf[-1]):
-            raise ValueError(f"q: the grid covers F from {self.cdf[0]:.4g} to {self.cdf[-1]:.4g}; widen it")
-        rising = np.maximum.accumulate(self.cdf)
-        k = np.clip(np.searchsorted(rising, q) - 1, 0, len(self.x) - 2)
-        low, high = np.log(self.x[k]), np.log(self.x[k + 1])
-        for _ in range(QUANTILE_STEPS):
-            mid = (low + high) / 2
-            below = self.at(np.exp(mid)) < q
-            low, high = np.where(below, mid, low), np.where(below, high, mid)
-        return np.exp((low + high) / 2)
-
-    def covered_quantiles(self, qs: Any) -> list[float | None]:
-        """:meth:`quantile` of each q, None where the grid does not reach it."""
-        return [float(self.quantile(q)[0]) if self.cdf[0] <= q <= self.cdf[-1] else None for q in qs]
-
-    def tail_exponent(self, fraction: float = 0.2) -> float:
-        """kappa in P(lambda > x) ~ c x^-kappa: from the log-log slope -(kappa + 1) of the density over the top
-        ``fraction`` of the grid (the density keeps its relative accuracy where 1 - F falls below F's error)."""
-        k = max(2, int(len(self.x) * fraction))
-        return float(-np.polyfit(np.log(self.x[-k:]), np.log(self.density[-k:]), 1)[0] - 1)
-
-
-def between_points(grid: np.ndarray, cdf: np.ndarray, density: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """A distribution function tabulated with its density on a positive grid, at points ``x`` inside it: the cubic in
-    log x that matches F and its slope x rho at the two grid points around each, kept between their two values."""
-    k = np.clip(np.searchsorted(grid, x) - 1, 0, len(grid) - 2)
-    spline = interpolate.CubicHermiteSpline(np.log(grid), cdf, grid * density)
-    low, high = np.minimum(cdf[k], cdf[k + 1]), np.maximum(cdf[k], cdf[k + 1])
-    return np.clip(spline(np.log(x)), low, high)
-
-
-def _cumulative(s: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """int_{s_0}^{s_k} f at every point, by the monotone cubic (PCHIP) through the points: the integral of a non-negative
-    f never decreases, and where f is smooth it is within 1e-7 of the exact one on 32 points per decade."""
-    antiderivative = interpolate.PchipInterpolator(s, f).antiderivative()
-    return antiderivative(s) - antiderivative(s[0])
-
-
-def integrated(s: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, float]:
-    """int_{s_0}^{s_k} f ds at every point (:func:`_cumulative`) and the rule's error: the largest change from the same
-    rule on every other point (Richardson's estimate, which holds also where f has an edge between points and the rule
-    converges more slowly)."""
-    full = _cumulative(s, f)
-    coarse = np.unique(np.r_[np.arange(0, s.size, 2), s.size - 1])
-    if coarse.size < 4:
-        return full, float(np.max(np.abs(full)))
-    return full, float(np.max(np.abs(full[coarse] - _cumulative(s[coarse], f[coarse]))))
-
-
-def _edges_refined(model: LeveledModel, x: np.ndarray, rho: np.ndarray, error: np.ndarray,
-                   tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The points, densities and level changes of the grid with points added inside every interval across which the
-    density falls to 0 or rises from it (an edge of the support, or the end of a light tail), by :data:`EDGE_BISECTIONS`
-    bisections of where it does: an integration rule resolves a square-root edge only to h^1.5, so it is given a short
-    interval. A bisection whose point fails verification or its tolerance ends them (the rule's estimate keeps the error
-    honest)."""
-    zero = rho <= EDGE_LEVEL * np.max(rho)
-    crossing = np.flatnonzero(zero[1:] != zero[:-1])
-    low, high, outside = np.log(x[crossing]), np.log(x[crossing + 1]), zero[crossing]
-    points, densities, changes = [x], [rho], [error]
-    for _ in range(EDGE_BISECTIONS if crossing.size else 0):
-        mid = np.exp((low + high) / 2)
-        try:
-            values = stieltjes(model, mid + 0j, tol, floor=1e-6 * mid)
-        except (BranchError, ProfileError):
-            break
-        found = np.maximum(-values.m.imag / np.pi, 0.0)
-        points.append(mid)
-        densities.append(found)
-        changes.append(values.error)
-        below = (found <= EDGE_LEVEL * np.max(rho)) == outside  # the transition lies above the midpoint
-        low, high = np.where(below, np.log(mid), low), np.where(below, high, np.log(mid))
-    order = np.argsort(np.concatenate(points))
-    return np.concatenate(points)[order], np.concatenate(densities)[order], np.concatenate(changes)[order]
-
-
-def distribution(model: LeveledModel, x: Any, tol: float = 1e-6) -> Distribution:
-    """F on an increasing grid of positive points, with points added inside the intervals across an edge
-    (:func:`_edges_refined`): the mass up to x[0] by :func:`mass_below`, then the density integrated in log x
-    (:func:`integrated`, whose error estimate joins the achieved error)."""
-    x = np.asarray(x, dtype=float)
-    if x.ndim != 1 or x.size < 2 or np.any(np.diff(x) <= 0) or x[0] <= 0:
-        raise ValueError("x: expected an increasing grid of positive points")
-    with stage(f"F({x[0]:.3g}): m(w) on the half circle up to it, level by level"):
-        start, error = mass_below(model, float(x[0]), tol)
-    with stage(f"the density at {x.size} points up to {x[-1]:.3g}, level by level, and bisections of its edges"):
-        values = stieltjes(model, x + 0j, tol, floor=1e-6 * x)
-        rho = np.maximum(-values.m.imag / np.pi, 0.0)  # far out in a light tail, rounding leaves -1e-50 where it is 0
-        fine, density, change = _edges_refined(model, x, rho, values.error, tol)
-    s = np.log(fine)
-    mass, rule = integrated(s, fine * density)
-    df = fine * change / np.pi  # the level-to-level change of the density in log x
-    error += float(np.sum(np.diff(s) * (df[1:] + df[:-1]) / 2)) + rule
-    return Distribution(fine, start + mass, density, error, values.level, values.nodes)

@@ -20,12 +20,14 @@ from gemhsa_sym.free.positions.masked_pencil import MaskedPencil
 from gemhsa_sym.free.positions.profiles import Quadrature
 from gemhsa_sym.free.positions.two_point import TwoPointState, TwoPointSystem
 
-__all__ = ["LEVELS", "DESCENT", "RESOLUTION", "iterates", "solve", "MaskedScoresModel"]
+__all__ = ["LEVELS", "DESCENT", "RESOLUTION", "iterates", "solve", "extrapolated", "MaskedScoresModel"]
 
 #: (Gauss-Legendre order per panel, octaves of halving panels towards t = 0) of each level: 27, 36, 54, 72 nodes.
 #: The two-point blocks have a kink where two query positions meet, so m converges like order^-2 (measured,
 #: docs/solving.md §3.13), whatever the octaves beyond 8: the levels raise the order.
 LEVELS: tuple[tuple[int, int], ...] = ((3, 8), (4, 8), (6, 8), (8, 8))
+#: How many of the last levels the extrapolation of m combines (m + a p^-2 + b p^-3 over the orders p).
+EXTRAPOLATED = 3
 #: Anderson memory, mixing of the plain step, and steps allowed per height.
 MEMORY, MIXING, STEPS = 8, 0.5, 4000
 #: Im w / |w| at which real targets are solved (the density is smoothed on that relative scale).
@@ -48,8 +50,9 @@ def iterates(system: TwoPointSystem, w: np.ndarray, state: TwoPointState) -> Ite
     ``change`` is the largest change of a value relative to 1 + |value|."""
     points, reads = w.size, system.reads
     x = _flat(state)
-    dX = np.zeros((points, MEMORY, x.shape[1]), dtype=complex)  # ring of differences of x and of the residual
-    dF = np.zeros_like(dX)
+    # rings of the differences of the residual f and of x + MIXING f (what a mixed step combines)
+    dF = np.zeros((points, MEMORY, x.shape[1]), dtype=complex)
+    dG = np.zeros_like(dF)
     gram = np.zeros((points, MEMORY, MEMORY), dtype=complex)  # <dF_i, dF_j>, kept up to date slot by slot
     valid = np.zeros((points, MEMORY), dtype=bool)
     mixing = np.zeros(points, dtype=bool)  # a point mixes from its first change below MIX_FROM on
@@ -67,18 +70,18 @@ def iterates(system: TwoPointSystem, w: np.ndarray, state: TwoPointState) -> Ite
         best = np.minimum(best, size)
         if previous is not None:
             slot = step % MEMORY
-            dX[:, slot], dF[:, slot] = x - previous[0], f - previous[1]
-            row = np.matmul(dF, dF[:, slot, :, None].conj())[..., 0].conj()
+            dF[:, slot] = f - previous[1]
+            dG[:, slot] = x - previous[0] + MIXING * dF[:, slot]
+            row = np.matmul(dF, dF[:, slot].conj()[..., None])[..., 0].conj()
             gram[:, :, slot], gram[:, slot, :] = row, row.conj()
             valid[:, slot] = mixing
         previous = (x, f)
         both = valid[:, :, None] & valid[:, None, :]
         g = np.where(both, gram, 0) + np.where(valid, np.trace(gram, axis1=1, axis2=2).real[:, None] * 1e-10 + 1e-300,
                                                1.0)[:, :, None] * eye
-        rhs = np.where(valid, np.matmul(dF, f[..., None].conj())[..., 0].conj(), 0)
-        gamma = np.linalg.solve(g, rhs[..., None])
-        gamma = gamma.transpose(0, 2, 1)
-        x = x + MIXING * f - (gamma @ dX)[:, 0] - MIXING * (gamma @ dF)[:, 0]
+        rhs = np.where(valid, np.matmul(dF, f.conj()[..., None])[..., 0].conj(), 0)
+        gamma = np.linalg.solve(g, rhs[..., None]).transpose(0, 2, 1)
+        x = x + MIXING * f - (gamma @ dG)[:, 0]
 
 
 def _converge(system: TwoPointSystem, at: np.ndarray, read: np.ndarray, delta: np.ndarray, tol: float,
@@ -177,26 +180,39 @@ class MaskedScoresModel:
             self._systems[level] = TwoPointSystem(self.pencil(rule.size), rule, self.scores, self.noise)
         return self._systems[level]
 
-    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray], np.ndarray | None, None]:
-        """(level, nodes, m(w)) for every level in turn: from the second on, the Richardson extrapolation
-        (p^2 m_p - q^2 m_q) / (p^2 - q^2) of this level's m_p and the last one's m_q (orders p > q), which removes
-        the order^-2 term. A boolean mask sent to the generator names the points the next levels solve (the
-        others keep their last value). A point below ``floor`` (real targets) is solved at Im w = max(floor,
-        :data:`RESOLUTION` |w|), where the density is resolved on that scale. A progress bar counts the points on a
-        terminal."""
+    def levels(self, w: np.ndarray, floor: float | np.ndarray) -> Generator[tuple[int, int, np.ndarray, np.ndarray | None],
+                                                                            np.ndarray | None, None]:
+        """(level, nodes, m(w), its error) for every level in turn: from the second on, m is the extrapolation of this
+        level's values and the last ones' (:func:`extrapolated`), and its error the change from the extrapolation of
+        one level fewer (an embedded pair: it bounds the cruder value, so it errs on the safe side for m). A boolean
+        mask sent to the generator names the points the next levels solve (the others keep their last value). A point
+        below ``floor`` (real targets) is solved at Im w = max(floor, :data:`RESOLUTION` |w|), where the density is
+        resolved on that scale. A progress bar counts the points on a terminal."""
         below = w.imag < floor
         at = np.where(below, w.real + 1j * np.maximum(floor, RESOLUTION * np.abs(w)), w)
-        raw, value = np.zeros(w.shape, dtype=complex), np.zeros(w.shape, dtype=complex)
-        active, coarser = np.ones(w.shape, dtype=bool), None
+        raw: list[np.ndarray] = []
+        active = np.ones(w.shape, dtype=bool)
         for level, (order, _) in enumerate(LEVELS):
             nodes = self.quadrature(level).size
             with tqdm(total=int(active.sum()), desc=f"two-point equation, {nodes} nodes", unit="point", disable=None,
                       leave=False, file=sys.stderr) as bar:
                 m = solve(self.system(level), at[active], finished=bar.update)[0]
-            value[active] = m if coarser is None else (order**2 * m - coarser**2 * raw[active]) / (order**2 - coarser**2)
-            raw[active], coarser = m, order
-            sent = yield level, nodes, value.copy()
+            raw.append(np.zeros(w.shape, dtype=complex))
+            raw[-1][active] = m
+            orders = [o for o, _ in LEVELS[:level + 1]]
+            value = extrapolated(orders, raw)
+            error = None if level == 0 else np.abs(value - extrapolated(orders[1:], raw[1:]))
+            sent = yield level, nodes, value, error
             if sent is not None:
                 active = np.asarray(sent, dtype=bool) & active
                 if not np.any(active):
                     return
+
+
+def extrapolated(orders: list[int], values: list[np.ndarray]) -> np.ndarray:
+    """The limit of m_p = m + a p^-2 + b p^-3 over the orders p per panel (docs/solving.md §3.13) from the values at the
+    last three orders (the last two: m + a p^-2; one: itself), point by point."""
+    p = np.array(orders[-EXTRAPOLATED:], dtype=float)
+    basis = np.vander(1 / p, EXTRAPOLATED + 1, increasing=True)[:, [0, *range(2, p.size + 1)]]
+    weights = np.linalg.inv(basis)[0]
+    return sum(c * v for c, v in zip(weights, values[-p.size:]))
