@@ -197,10 +197,14 @@ def test_a_weighted_budget_refines_the_points_that_carry_the_sum() -> None:
     values = stieltjes(model, np.full(4, 1j), tol=0.05, weight=weight)
     assert float(np.sum(weight * values.error)) <= 0.05
     assert model.solved[:2] == [4, 4] and model.solved[2] == 2  # the light points kept their level-1 value
-    assert np.allclose(values.error, [0.5, 0.5, 2.0**-6, 2.0**-6])  # the heavy ones: a change within 0.025 each
+    assert np.allclose(values.error, [0.5, 0.5, 2.0**-6, 2.0**-6])  # the heavy ones: together within what is left
     unweighted = _Halving(c)
     stieltjes(unweighted, np.full(4, 1j), tol=0.05 / 3)  # every point to 0.0167 (1 + |m|) = 0.040: level 5 for all
     assert unweighted.solved == [4, 4, 4, 4, 4, 4]
+    shared = _Halving(c[:3])  # parts 0.5, 0.5, 5 against the share 2/3: the heavy one alone goes on, until within 1
+    assert np.allclose(stieltjes(shared, np.full(3, 1j), tol=2.0, weight=np.array([1.0, 1.0, 10.0])).error,
+                       [0.5, 0.5, 2.0**-4])
+    assert shared.solved == [3, 3, 1, 1, 1]
     uneven = _Halving(c[:2])  # parts 0.5 and 0.0005 at the first comparison: they fit in 0.6 together, so both stop
     assert np.allclose(stieltjes(uneven, np.full(2, 1j), tol=0.6, weight=np.array([1.0, 1e-3])).error, 0.5)
     assert uneven.solved == [2, 2]

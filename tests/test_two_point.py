@@ -347,7 +347,8 @@ def test_a_point_whose_first_height_lands_off_the_physical_solution_is_reached_a
 
 
 def test_the_levels_extrapolate_over_the_order_and_estimate_their_error_by_an_embedded_pair() -> None:
-    """extrapolated (docs/solving.md §3.13) is exact on m + a p^-2 + b p^-3 from three orders and on m + a p^-2 from two;
+    """extrapolated (docs/solving.md §3.13) is exact on m + a p^-2 + b p^-3 from three orders and on m + a p^-2 from two,
+    and with a count takes only the last orders;
     the levels of the single head yield it with the change from the extrapolation of one order fewer as the error,
     which at w = 0.2 + 0.5i (the limit 0.16945 - 1.17175i, extrapolated from orders 4, 6, 8) bounds the true error."""
     m, a, b = 0.25 - 0.5j, 3.0 + 1j, -2.0
@@ -355,6 +356,9 @@ def test_the_levels_extrapolate_over_the_order_and_estimate_their_error_by_an_em
         values = [np.array([m + a / p**2 + b / p**3]) for p in orders]
         assert abs(extrapolated(orders, values)[0] - m) < 1e-12
     assert abs(extrapolated([3, 4], [np.array([m + a / p**2]) for p in (3, 4)])[0] - m) < 1e-12
+    # the cruder value of the pair at the fourth level: m + a p^-2 over its last two orders only
+    values = [np.array([m + a / p**2 + b / p**3]) for p in (3, 4, 6, 8)]
+    assert abs(extrapolated([3, 4, 6, 8], values, 2)[0] - (64 * values[3][0] - 36 * values[2][0]) / 28) < 1e-12
     levels = causal_model(Config(mask="causal")).levels(np.array([0.2 + 0.5j]), 0.0)
     _, _, first, none = next(levels)
     _, nodes, second, error = levels.send(np.array([True]))

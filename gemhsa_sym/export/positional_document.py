@@ -77,7 +77,8 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
     out += [
         r"\subsection*{The law}",
         f"Solved on {record['nodes']} positions (level {record['level']}); achieved error of the distribution function "
-        f"${_number_latex(record['error'])}$ (the change from the level before). "
+        f"${_number_latex(record['error'])}$ (the error of $m(w)$ at every point, its change from the level before or "
+        "the levels' own estimate of it, weighted by the point's share of $F$, summed, and the integration rule's estimate). "
         f"The mass below ${_number_latex(below)}$ is {mass:.4f}. " + _tail(record),
         *_quantile_table(record, verification, "softmax"),
     ]

@@ -201,7 +201,7 @@ class MaskedScoresModel:
             raw[-1][active] = m
             orders = [o for o, _ in LEVELS[:level + 1]]
             value = extrapolated(orders, raw)
-            error = None if level == 0 else np.abs(value - extrapolated(orders[1:], raw[1:]))
+            error = None if level == 0 else np.abs(value - extrapolated(orders, raw, min(level, EXTRAPOLATED - 1)))
             sent = yield level, nodes, value, error
             if sent is not None:
                 active = np.asarray(sent, dtype=bool) & active
@@ -209,10 +209,10 @@ class MaskedScoresModel:
                     return
 
 
-def extrapolated(orders: list[int], values: list[np.ndarray]) -> np.ndarray:
+def extrapolated(orders: list[int], values: list[np.ndarray], count: int = EXTRAPOLATED) -> np.ndarray:
     """The limit of m_p = m + a p^-2 + b p^-3 over the orders p per panel (docs/solving.md §3.13) from the values at the
-    last three orders (the last two: m + a p^-2; one: itself), point by point."""
-    p = np.array(orders[-EXTRAPOLATED:], dtype=float)
+    last ``count`` orders, at most three (two: m + a p^-2; one: the last value), point by point."""
+    p = np.array(orders[-min(count, EXTRAPOLATED):], dtype=float)
     basis = np.vander(1 / p, EXTRAPOLATED + 1, increasing=True)[:, [0, *range(2, p.size + 1)]]
     weights = np.linalg.inv(basis)[0]
     return sum(c * v for c, v in zip(weights, values[-p.size:]))
