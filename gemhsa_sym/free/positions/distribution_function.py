@@ -180,7 +180,8 @@ def distribution(model: LeveledModel, x: Any, tol: float = 1e-6, weighted: bool 
     solved together, then the density integrated in log x (:func:`integrated`, whose error estimate joins the achieved
     error). Every point is solved to ``tol`` (1 + |m|); with ``weighted``, ``tol`` bounds instead the part of F's
     achieved error that the levels leave, each point weighted by its share of F (|dw| / pi on the half circle, the
-    trapezoid's x ds / pi on the grid; :func:`.profiled_law.stieltjes`)."""
+    trapezoid's x ds / pi on the grid; :func:`.profiled_law.stieltjes`), the points bisecting an edge still each to
+    ``tol`` (1 + |m|)."""
     x = np.asarray(x, dtype=float)
     if x.ndim != 1 or x.size < 2 or np.any(np.diff(x) <= 0) or x[0] <= 0:
         raise ValueError("x: expected an increasing grid of positive points")

@@ -133,7 +133,8 @@ class ProfiledModel:
 
 @dataclass(frozen=True)
 class ProfiledValues:
-    """m(w) at the targets, the achieved error (the change from the level before), the level and its nodes."""
+    """m(w) at the targets, the achieved error (the change from the level before, or the level's own estimate), the level
+    and its nodes."""
 
     w: np.ndarray
     m: np.ndarray
@@ -201,7 +202,7 @@ def stieltjes(model: LeveledModel, w: Any, tol: float = 1e-6, floor: float | np.
             error = np.where(active, np.abs(m - previous) if own is None else own, error)
             if weight is None:
                 active = error > tol * (1 + np.abs(m))
-                note(f"level {level} ({nodes} nodes): m(w) within {tol:g} (1 + |m|) of the level before at "
+                note(f"level {level} ({nodes} nodes): m(w) within {tol:g} (1 + |m|) at "
                      f"{w.size - int(active.sum())} of {w.size} points")
             else:
                 part = weight * error
