@@ -185,18 +185,22 @@ def distribution(model: LeveledModel, x: Any, tol: float = 1e-6, weighted: bool 
     x = np.asarray(x, dtype=float)
     if x.ndim != 1 or x.size < 2 or np.any(np.diff(x) <= 0) or x[0] <= 0:
         raise ValueError("x: expected an increasing grid of positive points")
-    path, gaps = _HalfCircle.up_to(float(x[0])), np.diff(np.log(x))
-    share = x * (np.r_[0.0, gaps] + np.r_[gaps, 0.0]) / (2 * np.pi)
+    path = _HalfCircle.up_to(float(x[0]))
     with stage(f"F({x[0]:.3g}) on the half circle up to it and the density at {x.size} points up to {x[-1]:.3g}, "
                "level by level"):
         values = stieltjes(model, np.r_[path.w, x + 0j], tol, floor=np.r_[path.w.imag / 2, 1e-6 * x],
-                           weight=np.r_[np.abs(path.dw) / np.pi, share] if weighted else None)
+                           weight=np.r_[np.abs(path.dw) / np.pi, _shares(x)] if weighted else None)
     arc = path.w.size
     start, error = path.mass(values.m[:arc], values.error[:arc])
     rho = np.maximum(-values.m[arc:].imag / np.pi, 0.0)  # far out in a light tail, rounding leaves -1e-50 where it is 0
     fine, density, change = _edges_refined(model, x, rho, values.error[arc:], tol)
-    s = np.log(fine)
-    mass, rule = integrated(s, fine * density)
-    df = fine * change / np.pi  # the level-to-level change of the density in log x
-    error += float(np.sum(np.diff(s) * (df[1:] + df[:-1]) / 2)) + rule
+    mass, rule = integrated(np.log(fine), fine * density)
+    error += float(np.sum(_shares(fine) * change)) + rule
     return Distribution(fine, start + mass, density, error, values.level, values.nodes)
+
+
+def _shares(x: np.ndarray) -> np.ndarray:
+    """How much of F each point's m carries on a grid: the trapezoid's weight in log x times x / pi (F = int x rho d log x,
+    rho = -Im m / pi)."""
+    gaps = np.diff(np.log(x))
+    return x * (np.r_[0.0, gaps] + np.r_[gaps, 0.0]) / (2 * np.pi)
