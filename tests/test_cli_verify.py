@@ -166,19 +166,21 @@ def test_claims_attention_section(theory) -> None:
 
 def test_claims_causal_section_verdicts_are_computed(theory) -> None:
     """The causal section's verdicts follow its figures: a gap fitted as n^-0.5 shrinks, a flat one does not; each
-    law's KS(theory, GE) is compared with the floor + 0.002 and its KS(theory, softmax) fitted like the gap (a layer
-    without a law shows none)."""
+    law's KS(theory, GE without the uniform part) is compared with the floor + 0.002 and its KS(theory, softmax) fitted
+    like the gap (a layer without a law shows none)."""
     from gemhsa_sym.laws.tabulated import TabulatedLaw
-    from gemhsa_sym.verification.claims import CAUSAL
     from gemhsa_sym.verification.compare import Comparison, VerifyResult
+    from gemhsa_sym.verification.positional_claims import CAUSAL
 
-    def comparisons(gaps: list[float], theory_ge: float | None) -> list[Comparison]:
-        """KS(theory, softmax) at the two n: the gaps halved (fitted as the gaps are)."""
-        sets = {name: np.zeros((2, 1)) for name in ("softmax", "ge", "floor")}
-        return [Comparison(n, 2, None if theory_ge is None else {"theory_softmax": gap / 2, "theory_ge": theory_ge}, None,
+    def comparisons(gaps: list[float], theory_free: float | None) -> list[Comparison]:
+        """KS(theory, softmax) at the two n: the gaps halved (fitted as the gaps are); KS(theory, GE) 0.03."""
+        sets = {name: np.zeros((2, 1)) for name in ("softmax", "ge", "ge_without_uniform", "floor")}
+        ks = {"theory_softmax": 0.0, "theory_ge": 0.03, "theory_ge_without_uniform": theory_free}
+        return [Comparison(n, 2, None if theory_free is None else ks | {"theory_softmax": gap / 2}, None,
                            {"ks": 0.002, "w1": 0.0}, {"ks": gap, "w1": 0.0}, None, None, None, {},
                            {"q": [0.1, 0.5, 0.9, 0.99], "theory": None, "softmax": [0.0, 0.1, 19.0, 220.0],
-                            "ge": [0.0, 0.11, 20.0, 250.0]}, {"theory": None, "softmax": 1.0, "ge": 1.0}, {}, sets)
+                            "ge": [0.0, 0.11, 20.0, 250.0], "ge_without_uniform": [0.0, 0.105, 19.5, 230.0]},
+                           {"theory": None, "softmax": 1.0, "ge": 1.0, "ge_without_uniform": 1.0}, {}, sets)
                 for n, gap in zip((500, 2000), gaps)]
 
     law = TabulatedLaw({}, np.array([1e-4, 1.0]), np.array([0.18, 0.5]), [], 1e-4, {}, {}, whole=False)
@@ -190,10 +192,13 @@ def test_claims_causal_section_verdicts_are_computed(theory) -> None:
         text = render_markdown(ClaimsResult([40], 2, 0, {"single-head": theory}, rows, {}, causal), "gemhsa-sym claims")
         assert "## Causal attention (a decoder layer)" in text and verdict in text
         assert f"Verdict (softmax): KS(softmax, GE) {verdict}" in text and "Verdict (square):" not in text
-        assert "| shared | 500 | no law | no law |" in text and "Verdict (shared law)" not in text
-        assert "Verdict (square law): KS(theory, GE) at n = 2000 is 0.0035 against the floor 0.0020: **within**" in text
-        assert "Verdict (softmax law): KS(theory, GE) at n = 2000 is 0.0095 against the floor 0.0020: **beyond**" in text
-        assert f"the floor + 0.002; KS(theory, softmax) {verdict}" in text and "the law's own error of F is 0.0001." in text
+        assert "| shared | 500 | no law | no law | no law |" in text and "Verdict (shared law)" not in text
+        assert "0.1 / 0.11 / 0.105 | 220 / 250 / 230 |" in text
+        assert "the causal section at n = 500, 2000;" in text
+        assert ("Verdict (square law): KS(theory, GE w/o c_0) at n = 2000 is 0.0035 against the floor 0.0020: **within** "
+                "the floor + 0.002 (KS(theory, GE) 0.0300)") in text
+        assert "Verdict (softmax law): KS(theory, GE w/o c_0) at n = 2000 is 0.0095 against the floor 0.0020: **beyond**" in text
+        assert f"the floor + 0.002 (KS(theory, GE) 0.0300); KS(theory, softmax) {verdict}" in text and "the law's own error of F is 0.0001." in text
 
 
 def test_claims_depth_section_verdicts_are_computed(theory) -> None:
@@ -201,8 +206,8 @@ def test_claims_depth_section_verdicts_are_computed(theory) -> None:
     and hold, a law of another ratio against the same samples is beyond the floor and fails."""
     from gemhsa_sym.free.expressions.matrices import Dim, Gaussian
     from gemhsa_sym.laws.spectral import spectral_law
-    from gemhsa_sym.verification.claims import DEPTH
     from gemhsa_sym.verification.compare import VerifyResult
+    from gemhsa_sym.verification.positional_claims import DEPTH
 
     n, D = Dim("n"), Dim("D")
     other = spectral_law(Gaussian("X", n, D), {n: 1, D: 4}).tabulate()

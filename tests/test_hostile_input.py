@@ -74,6 +74,8 @@ def _config(**fields: Any) -> bytes:
 CASES: dict[str, Case] = {
     # --- code execution from configuration text ------------------------------------------------
     "beta injection": Case(("sample", "single-head", "--n", "20", "--beta", INJECT), 2, "gemhsa-sym: error: beta: cannot read"),
+    "reading of another layer": Case(("sample", "single-head", "--n", "20", "--model", "ge_without_uniform"), 2,
+                                     "gemhsa-sym: error: model: 'ge_without_uniform' does not read this layer"),
     "set injection": Case(("sample", "single-head", "--n", "20", "--set", f"beta={INJECT}"), 2, "gemhsa-sym: error: beta: cannot read"),
     "set d injection": Case(("derive", "single-head", "--set", f"d={INJECT}"), 2, "gemhsa-sym: error: d: cannot read"),
     "toml injection": Case(("derive", "{dir}/c.toml"), 2, "gemhsa-sym: error: beta: cannot read",
@@ -200,6 +202,8 @@ CASES: dict[str, Case] = {
     "claims causal preset": Case(("claims", "--presets", "causal-single-head"), 2,
                                  "gemhsa-sym claims: error: argument --presets: unknown preset 'causal-single-head'; choose from"),
     "claims n": Case(("claims", "--n", "7", "--out", "-"), 2, "gemhsa-sym: error: n: every preset needs integer sizes"),
+    "claims causal n": Case(("claims", "--n", "600", "--causal-n", "2004", "--out", "-"), 2,
+                            "gemhsa-sym: error: causal-n: every causal layer needs integer sizes at every n"),
     # --- the derivations library -------------------------------------------------------------
     "library missing": Case(("derivations", "--check", "--dir", "{dir}/none"), 2, "gemhsa-sym: error: dir: no derivations folder"),
     "library cache file": Case(("derivations", "--write", "--dir", "{dir}/lib", "--cache", "{dir}/c.txt"), 2,

@@ -148,9 +148,11 @@ def test_attention_matrix_against_torch_softmax(tokens: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["causal-single-head", "causal-gqa"])
-def test_causal_gaussian_equivalent_draw(name: str) -> None:
+@pytest.mark.parametrize("model", ["ge", "ge_without_uniform"])
+def test_causal_gaussian_equivalent_draw(name: str, model: str) -> None:
     """The causal Gaussian-equivalent draw is sum_h A^h V^h W_O^h with A^h_ij = (c_0 + mu_1 S^h_ij + sigma Z^h_ij) / i
-    below the diagonal and 0 above, Z^h the next n x n normals of the draw's generator (docs/extensions.md §8.6)."""
+    below the diagonal and 0 above, Z^h the next n x n normals of the draw's generator, and without c_0 the reading
+    ``ge_without_uniform`` (docs/extensions.md §8.6), which a bidirectional layer refuses."""
     from gemhsa_sym.layer.readings import ge_coefficients, layer_of
 
     config = CONFIGS[name]
@@ -158,8 +160,9 @@ def test_causal_gaussian_equivalent_draw(name: str) -> None:
     sizes = config.sizes(N)
     X = layer.draw_tokens(sizes, rng)
     weights = layer.draw_weights(sizes, rng)
-    Y = layer.output(weights, X, "ge", np.random.default_rng(3))
+    Y = layer.output(weights, X, model, np.random.default_rng(3))
     c0, mu1, sigma = ge_coefficients(config)
+    c0 *= model == "ge"
     noise, x = np.random.default_rng(3), torch.from_numpy(X)
     reference = 0
     for h in range(config.heads):
@@ -168,3 +171,6 @@ def test_causal_gaussian_equivalent_draw(name: str) -> None:
         A = torch.tril(bracket) / torch.arange(1, N + 1, dtype=torch.float64)[:, None]
         reference = reference + A @ v @ torch.from_numpy(weights.output[h])
     assert relative_error(Y, reference) < 1e-12
+    bidirectional = layer_of(config.replace(mask="none"))
+    with pytest.raises(ValueError, match="model: 'ge_without_uniform' does not read this layer"):
+        bidirectional.output(weights, X, "ge_without_uniform", np.random.default_rng(3))

@@ -19,6 +19,7 @@ from gemhsa_sym.files import write_atomic
 from gemhsa_sym.layer.presets import BIDIRECTIONAL_PRESETS
 from gemhsa_sym.sampling.executors import open_executor, show_progress
 from gemhsa_sym.verification.claims import claims, render_markdown
+from gemhsa_sym.verification.positional_claims import CAUSAL_N
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--n", type=int_list("n"), default=[600, 1000, 2000], metavar="N[,N...]",
                         help="token counts, each giving integer sizes for every preset (default 600,1000,2000)")
+    parser.add_argument("--causal-n", type=int_list("causal-n"), default=list(CAUSAL_N), metavar="N[,N...]",
+                        help="token counts of the causal section (default " + ",".join(map(str, CAUSAL_N))
+                             + ": the causal laws' error of F, at most 1e-3, is resolved against the floor there)")
     parser.add_argument("--draws", type=integer("draws", 1, MAX_DRAWS), default=2, help="draws per sample set (default 2)")
     parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
     parser.add_argument("--presets", type=_presets, default=BIDIRECTIONAL_PRESETS, metavar="NAME[,NAME...]",
@@ -70,8 +74,10 @@ def run(args: argparse.Namespace) -> int:
         result = claims(args.n, draws=args.draws, seed=args.seed, executor=executor,
                         progress=show_progress(args.quiet), cache=args.cache, presets=args.presets,
                         backend=args.backend, device=args.device, causal=args.presets == BIDIRECTIONAL_PRESETS,
-                        depth=args.presets == BIDIRECTIONAL_PRESETS)
+                        depth=args.presets == BIDIRECTIONAL_PRESETS, causal_n=tuple(args.causal_n))
     command = f"gemhsa-sym claims --n {','.join(map(str, result.n))} --draws {result.draws} --seed {result.seed}"
+    if result.causal:
+        command += f" --causal-n {','.join(map(str, sorted(set(args.causal_n))))}"
     if args.presets != BIDIRECTIONAL_PRESETS:
         command += f" --presets {','.join(args.presets)}"
     if args.backend != "numpy":

@@ -49,7 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--n", type=integer("n", 2, 10**6), help="token count n; other sizes scale with it (default: the config's)")
     parser.add_argument("--draws", type=integer("draws", 1, MAX_DRAWS), default=1, help="independent draws (default 1)")
     parser.add_argument("--seed", type=integer("seed", 0, MAX_SEED), default=0, help="root seed (default 0)")
-    parser.add_argument("--model", choices=MODELS, default="softmax", help="layer to draw (default softmax)")
+    parser.add_argument("--model", choices=MODELS, default="softmax", help="what to draw: softmax, the real layer (default); ge, its Gaussian equivalent; "
+                             "ge_without_uniform, a causal layer's equivalent without its uniform part c_0 / i (the one "
+                             "its law describes)")
     parser.add_argument("--jobs", type=integer("jobs", 1, MAX_JOBS), default=1, help="worker processes (default 1)")
     add_backend_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -98,13 +98,17 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
 
 
 def _quantile_table(record: Mapping[str, Any], verification: Mapping[str, Any] | None, real: str) -> list[str]:
-    """The law's quantiles, and beside them those of the ``real`` model and of its equivalent at the largest n drawn."""
+    """The law's quantiles, and beside them those of the ``real`` model and of its equivalent (a causal layer's without
+    its uniform part too) at the largest n drawn."""
     rows = ["", r"\begin{tabular}{l" + "r" * len(_LEVELS) + "}", "quantile & " + " & ".join(_LEVELS) + r" \\ \hline",
             "law & " + " & ".join(_number(x) for x in record["quantiles"]["x"]) + r" \\"]
     if verification is not None and verification.get("by_n"):
         last = verification["by_n"][-1]
         rows += [rf"{real}, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["softmax"]) + r" \\",
                  rf"Gaussian equivalent, $n = {last['n']}$ & " + " & ".join(_number(x) for x in last["quantiles"]["ge"]) + r" \\"]
+        if "ge_without_uniform" in last["quantiles"]:
+            rows.append(rf"without $c_0$, $n = {last['n']}$ & "
+                        + " & ".join(_number(x) for x in last["quantiles"]["ge_without_uniform"]) + r" \\")
     return rows + [r"\end{tabular}"]
 
 
@@ -146,17 +150,21 @@ def _decades(record: Mapping[str, Any]) -> list[str]:
 
 
 def _monte_carlo(data: Mapping[str, Any], real: str) -> str:
-    """One sentence of Monte Carlo figures per n: KS of the law to the ``real`` model and to its Gaussian equivalent,
-    KS between the two, and the floor."""
+    """One sentence of Monte Carlo figures per n: KS of the law to the ``real`` model, to its Gaussian equivalent and (a
+    causal layer) to the equivalent without its uniform part, KS between the real model and the equivalent, and the
+    floor (between two independent sets of the last reading)."""
     parts = []
     for p in data["by_n"]:
         theory = p["ks"] or {}
         ks = [f"KS to {real} {theory['theory_softmax']:.4f}" if "theory_softmax" in theory else None,
               f"to the Gaussian equivalent {theory['theory_ge']:.4f}" if "theory_ge" in theory else None,
+              f"to the equivalent without its uniform part {theory['theory_ge_without_uniform']:.4f}"
+              if "theory_ge_without_uniform" in theory else None,
               f"softmax to equivalent {p['softmax_ge']['ks']:.4f}"]
         parts.append(rf"at $n = {p['n']}$ " + ", ".join(k for k in ks if k) + f" (floor {p['floor']['ks']:.4f})")
     return (rf"Monte Carlo (\texttt{{gemhsa-sym verify}}, seed {data['seed']}, {data['draws']} draws per set): "
-            + "; ".join(parts) + "; the floor is the KS distance between two independent sets of the equivalent")
+            + "; ".join(parts) + "; the floor is the KS distance between two independent sets of the equivalent"
+            + (" without its uniform part" if "theory_ge_without_uniform" in (data["by_n"][0]["ks"] or {}) else ""))
 
 
 def key_weighted_document(record: Mapping[str, Any], verification: Mapping[str, Any] | None = None) -> str:

@@ -35,8 +35,10 @@ from gemhsa_sym.layer.scores import get_score
 __all__ = ["MAX_COEFFICIENT", "MODELS", "AttentionLayer", "Projection", "Weights", "draw_tokens", "draw_weights",
            "ge_coefficients", "layer_of", "layer_output"]
 
-#: ``softmax``: the real layer (docs/model.md §1.1); ``ge``: its Gaussian equivalent (docs/model.md §1.5).
-MODELS: tuple[str, ...] = ("softmax", "ge")
+#: ``softmax``: the real layer (docs/model.md §1.1); ``ge``: its Gaussian equivalent (docs/model.md §1.5);
+#: ``ge_without_uniform``: a causal layer's Gaussian equivalent without its uniform part c_0 / i, the equivalent its law
+#: describes (docs/extensions.md §8.6).
+MODELS: tuple[str, ...] = ("softmax", "ge", "ge_without_uniform")
 #: Largest Gaussian-equivalence coefficient drawn: above it the spectrum overflows double precision.
 MAX_COEFFICIENT = 1e100
 
@@ -165,6 +167,12 @@ class AttentionLayer:
         return _term_of(without_powers(self.equivalent.template.doit()))
 
     @property
+    def readings(self) -> tuple[str, ...]:
+        """The models of :data:`MODELS` that read this layer: ``ge_without_uniform`` only for a causal one (a
+        bidirectional layer's centred output has no uniform part)."""
+        return MODELS if self.config.mask_rule.causal else MODELS[:2]
+
+    @property
     def centred(self) -> bool:
         """Whether the draw's spectral object centres the output's columns (docs/model.md §1.1): yes for
         the output (and the residual stream), no for the attention matrix sqrt(n) (A - J)."""
@@ -218,9 +226,11 @@ class AttentionLayer:
         """The uncentred output Y (n x d_out): the real layer (``softmax``: A^h = rownorm(f(S^h)),
         S^h = beta Q^h K^hT / sqrt(d_k), max-shifted for shift-invariant f, or f(S^h) / n for
         ``normalisation="none"``), or its Gaussian equivalent (``ge``: the polynomial's per-head term on
-        these tokens and weights, with a fresh Z^h per head drawn from ``rng`` in head order)."""
-        if model not in MODELS:
-            raise ValueError(f"model: unknown model {model!r}; choose one of {', '.join(MODELS)}")
+        these tokens and weights, with a fresh Z^h per head drawn from ``rng`` in head order; ``ge_without_uniform``:
+        a causal layer's without c_0)."""
+        if model not in self.readings:
+            raise ValueError(f"model: {model!r} does not read this layer; choose one of {', '.join(self.readings)}"
+                             + (" (ge_without_uniform reads a causal layer)" if model in MODELS else ""))
         if model == "softmax" and not self.config.target_rule.output_side:
             return self._attention_matrix(weights, X)
         if model == "softmax":
@@ -228,7 +238,10 @@ class AttentionLayer:
             return Y if self.config.residual is None else X / np.sqrt(len(X)) + float(self.config.residual) * Y
         if rng is None:
             raise ValueError("rng: the Gaussian-equivalent model draws noise Z; pass a numpy Generator")
-        Y = self._causal_equivalent(weights, X, rng) if self.config.mask_rule.causal else self._equivalent(weights, X, rng)
+        if self.config.mask_rule.causal:
+            Y = self._causal_equivalent(weights, X, rng, uniform=model == "ge")
+        else:
+            Y = self._equivalent(weights, X, rng)
         if self.config.mask_rule.causal and self.config.residual is not None:
             return X / np.sqrt(len(X)) + float(self.config.residual) * Y
         return Y
@@ -306,10 +319,11 @@ class AttentionLayer:
             real[roles["W_O"]] = weights.fresh_output[h]
         return real
 
-    def _causal_equivalent(self, weights: Weights, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def _causal_equivalent(self, weights: Weights, X: np.ndarray, rng: np.random.Generator, uniform: bool) -> np.ndarray:
         """The causal layer's Gaussian equivalent (docs/extensions.md §8.6): sum_h A^h V^h W_O^h with
         A^h_ij = (c_0 + mu_1 S_ij + sigma Z^h_ij) / i for j <= i and 0 above the diagonal, S = Q^h K^hT / sqrt(d_k)
-        the unscaled scores of these tokens and weights, Z^h n x n N(0, 1) drawn from ``rng`` in head order."""
+        the unscaled scores of these tokens and weights, Z^h n x n N(0, 1) drawn from ``rng`` in head order; without
+        c_0 where not ``uniform``."""
         n = len(X)
         c0, mu1, sigma = ge_coefficients(self.config)
         rows = np.arange(1, n + 1, dtype=float)[:, None]
@@ -318,7 +332,8 @@ class AttentionLayer:
             a = (X @ weights.query.head(h)) @ (X @ weights.key.head(h)).T
             a *= mu1 / weights.query.matrices[0].shape[1] ** 0.5
             a += sigma * rng.standard_normal((n, n))
-            a += c0
+            if uniform:
+                a += c0
             a = np.tril(a)
             a /= rows
             Y += a @ (X @ weights.value.head(h)) @ w_o

@@ -36,6 +36,7 @@ from gemhsa_sym.sampling.result import SampleResult
 
 __all__ = [
     "MODELS",
+    "readings",
     "BACKENDS",
     "DEVICES",
     "spectrum",
@@ -122,13 +123,19 @@ def drawn_config(config: Config | PolynomialModel, heads: int | None) -> Config 
     return config.with_heads(heads)
 
 
+def readings(source: Config | Network) -> tuple[str, ...]:
+    """The models of :data:`MODELS` that read ``source``: the ``softmax`` layer (or network) and its Gaussian equivalent
+    ``ge``, and for a causal layer its equivalent without the uniform part too (``ge_without_uniform``)."""
+    return layer_of(source).readings if isinstance(source, Config) else MODELS[:2]
+
+
 def draw_sets(source: Config | Network | PolynomialModel, n: int, seeds: Sequence[np.random.SeedSequence],
               backend: str = "numpy", device: str = "cpu") -> dict[str, list[DrawTask] | list[PolynomialDraw]]:
-    """The draws of every reading of ``source`` from ``seeds``: the ``softmax`` layer (or network) and its Gaussian
-    equivalent ``ge`` of a configuration or a network, or the ``polynomial`` model's own sampler (which refuses another
-    backend or device)."""
+    """The draws of every reading of ``source`` from ``seeds`` (:func:`readings`), or of the ``polynomial`` model's
+    own sampler (which refuses another backend or device)."""
     if isinstance(source, (Config, Network)):
-        return {model: [DrawTask(source, n, model, seed, backend=backend, device=device) for seed in seeds] for model in MODELS}
+        return {model: [DrawTask(source, n, model, seed, backend=backend, device=device) for seed in seeds]
+                for model in readings(source)}
     if (backend, device) != ("numpy", "cpu"):
         raise ValueError(f"backend: a polynomial model is drawn by its own sampler, numpy on the cpu; got {backend} on {device}")
     return {"polynomial": [PolynomialDraw(source, n, seed) for seed in seeds]}
@@ -274,7 +281,7 @@ def check_draws(tasks: Sequence[DrawTask | PolynomialDraw], workers: int | None)
         sizes = task.config.sizes(task.n)
         if sizes["n"] < 2:
             raise ValueError(f"n: the centred output needs at least 2 tokens, got {sizes['n']}")
-        if task.model == "ge":
+        if task.model != "softmax":
             ge_coefficients(task.config)
         need = draw_bytes(task.config, sizes, task.model, task.backend)
         biggest[task.device] = max(biggest.get(task.device, 0), need)
@@ -319,8 +326,10 @@ def sample(
     device and the memory of the draws that run at once are checked before any is drawn. The
     progress bar (default) shows on multi-draw runs when stderr is a terminal.
     """
-    if model not in MODELS:
-        raise ValueError(f"model: unknown model {model!r}; choose one of {', '.join(MODELS)}")
+    if model not in readings(config):
+        raise ValueError(f"model: {model!r} does not read this {'layer' if isinstance(config, Config) else 'network'}; "
+                         f"choose one of {', '.join(readings(config))}"
+                         + (" (ge_without_uniform reads a causal layer)" if model in MODELS else ""))
     for key, value, least in (("draws", draws, 1), ("seed", seed, 0), ("jobs", jobs, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{key}: need an integer >= {least}, got {value!r}")

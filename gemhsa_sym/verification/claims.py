@@ -17,9 +17,10 @@ are computed, never written in:
 - Causal attention (docs/extensions.md §8.6): for the causal softmax layers (one head, four heads),
   KS(softmax, GE) against n and its fitted exponent, "shrinks" when the exponent is at most STALLED_EXPONENT and the gap
   falls from the smallest to the largest n; for every causal layer of the section (softmax by the
-  two-point equation, the square score by its variance profile), KS(theory, GE) within the floor +
-  0.002 at the largest n or beyond it, and KS(theory, softmax) against n by the same rule as
-  KS(softmax, GE), beside the law's own error of F.
+  two-point equation, the square score by its variance profile), KS(theory, GE without its uniform part) within the
+  floor + 0.002 at the largest n or beyond it, and KS(theory, softmax) against n by the same rule as
+  KS(softmax, GE), beside the law's own error of F. The section has its own token counts (default
+  :data:`CAUSAL_N`: the law's error of F, at most 1e-3, is resolved against the floor there).
 - Depth (docs/extensions.md §8.7): for networks read after layer 1, 2 and 4, KS(theory, GE) within the floor + 0.002 at
   the largest n, and KS(theory, real network) "shrinks" by the causal rule or sits within twice the floor there; the
   fitted exponents of KS(theory, real) and KS(real, GE) with their errors.
@@ -42,9 +43,10 @@ from gemhsa_sym.sampling.executors import Task, local_workers, run_tasks
 from gemhsa_sym.sampling.sampler import check_draws, drawn_config, torch_draws
 from gemhsa_sym.verification.compare import Comparison, VerifyResult, compare, draw_tasks, verify
 from gemhsa_sym.verification.distances import MIN_DRAWS, two_sample
+from gemhsa_sym.verification.positional_claims import CAUSAL, CAUSAL_N, DEPTH, causal_section, causal_sizes, depth_section
 from gemhsa_sym.verification.theory import theory_task
 
-__all__ = ["CAUSAL", "CLAIM_PAIRS", "SAMPLE_HEADS", "ClaimsResult", "claims", "laws_equal", "render_markdown"]
+__all__ = ["CLAIM_PAIRS", "SAMPLE_HEADS", "ClaimsResult", "claims", "laws_equal", "render_markdown"]
 
 #: (claim, configuration, reference, what the paper says: True = same law).
 CLAIM_PAIRS: tuple[tuple[str, str, str, bool], ...] = (
@@ -64,29 +66,6 @@ SAMPLE_HEADS = 40
 ATTENTION_BETAS: tuple[str, ...] = ("1/4", "1/2", "3/4", "1", "5/4", "3/2")
 #: Relative agreement of the Stieltjes transforms for "law preserved".
 PROBE_TOL = 1e-10
-#: The causal layers of the causal section (unit ratios, beta = 1): softmax with one head and with four (H d_k = d),
-#: multi-query (four heads sharing W_K and W_V) and grouped-query attention (eight heads, four groups sharing them),
-#: compared by their samples and by their laws (the two-point equation of their masked scores), and the square score
-#: (mu_1 = 0, one head), whose law is its noise's variance profile.
-CAUSAL: dict[str, Config] = {"softmax": PRESETS["causal-single-head"], "softmax, 4 heads": PRESETS["causal-mha"],
-                             "softmax, MQA (4 heads)": PRESETS["causal-mqa"],
-                             "softmax, GQA (8 heads, 4 groups)": PRESETS["causal-gqa"],
-                             "square": Config(mask="causal", score="square")}
-#: The networks of the depth section (one head, unit ratios, beta = 1, pre-LayerNorm), by the layer read: the first block
-#: with a ReLU MLP, layer 2 of two attention-only layers, layer 4 of blocks with a ReLU MLP (frozen: layer 2's law), and
-#: layer 2 of centred attention, without and with a ReLU MLP (whose mean weights layer 2's keys).
-DEPTH: dict[str, dict[str, Any]] = {
-    "layer 1, ReLU MLP d_ff = n, alpha = 1": {"residual": 1, "norm": "layer", "d_ff": 1},
-    "layer 2, attention only, alpha = 1/2": {"residual": "1/2", "norm": "layer", "layers": 2},
-    "layer 4 (frozen), ReLU MLP d_ff = n, alpha = 1": {"residual": 1, "norm": "layer", "d_ff": 1, "layers": 4},
-    "layer 2, centred attention, alpha = 1": {"residual": 1, "norm": "layer", "layers": 2, "attention": "centred"},
-    "layer 2, centred attention, ReLU MLP d_ff = n, alpha = 1": {"residual": 1, "norm": "layer", "layers": 2,
-                                                               "attention": "centred", "d_ff": 1},
-}
-#: A fitted exponent of n above this: the gap has stopped shrinking (slower than n^{-1/4}).
-STALLED_EXPONENT = -0.25
-#: KS(theory, GE) within the floor plus this counts as agreement at the largest n.
-FLOOR_MARGIN = 0.002
 
 
 def _drawn(name: str) -> Config:
@@ -130,10 +109,11 @@ class ClaimsResult:
 
 def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, progress: bool = False,
            cache: str | None = None, presets: tuple[str, ...] = BIDIRECTIONAL_PRESETS, backend: str = "numpy",
-           device: str = "cpu", causal: bool = True, depth: bool = True) -> ClaimsResult:
+           device: str = "cpu", causal: bool = True, depth: bool = True,
+           causal_n: tuple[int, ...] = CAUSAL_N) -> ClaimsResult:
     """Derive every preset and draw it at every n (module docstring) with ``backend`` on ``device``
-    (docs/verification.md §4.8); with ``causal``, the causal layers of :data:`CAUSAL` too (numpy), and with ``depth`` the
-    networks of :data:`DEPTH`."""
+    (docs/verification.md §4.8); with ``causal``, the causal layers of :data:`CAUSAL` too (numpy) at ``causal_n``, and
+    with ``depth`` the networks of :data:`DEPTH`."""
     causal_presets = [name for name in presets if name not in BIDIRECTIONAL_PRESETS]
     if causal_presets:
         raise ValueError(f"presets: {causal_presets[0]} is a causal layer, compared in the causal section, not among the presets")
@@ -148,6 +128,15 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
     if unfit:  # before any work: every preset is drawn at every n
         raise ValueError("n: every preset needs integer sizes at every n (heads-8 needs n divisible by 8, heads-infinite, "
                          f"drawn at {SAMPLE_HEADS} heads, by {SAMPLE_HEADS}): " + "; ".join(unfit))
+    for label, config in CAUSAL.items() if causal else ():
+        for value in sorted(set(causal_n)):
+            try:
+                config.sizes(value)
+            except ValueError as exc:
+                unfit.append(f"{label}: {exc}")
+    if unfit:
+        raise ValueError("causal-n: every causal layer needs integer sizes at every n (GQA's eight heads need n divisible "
+                         "by 8): " + "; ".join(unfit))
     tasks: list[Task] = [(theory_task, (PRESETS[name], True, cache)) for name in presets]
     betas = ATTENTION_BETAS if "attention-matrix" in presets else ()
     tasks += [(theory_task, (PRESETS["attention-matrix"].replace(beta=beta), False, cache)) for beta in betas]
@@ -169,8 +158,8 @@ def claims(n: list[int], draws: int = 2, seed: int = 0, executor: Any = None, pr
             samples = {model: np.stack([r[0] for r in results[first:first + count]])
                        for key, size, model, first, count in layout if key == name and size == value}
             comparisons.setdefault(name, []).append(compare(theories[name], samples, value))
-    decoder = {score: verify(config, sizes, draws, seed, executor, progress, cache=cache) for score, config in CAUSAL.items()
-               } if causal else {}
+    decoder = {score: verify(config, sorted(set(causal_n)), draws, seed, executor, progress, cache=cache)
+               for score, config in CAUSAL.items()} if causal else {}
     deep = {label: verify(description_from_dict(spec), sizes, draws, seed, executor, progress, cache=cache)
             for label, spec in DEPTH.items()} if depth else {}
     return ClaimsResult(sizes, draws, seed, theories, comparisons, attention, decoder, deep)
@@ -207,95 +196,6 @@ def _attention_section(result: ClaimsResult) -> list[str]:
     return lines
 
 
-def _causal_section(result: ClaimsResult) -> list[str]:
-    """Causal attention: the softmax layer against its conjectured Gaussian equivalent, and each layer's law
-    against its samples (docs/extensions.md §8.6)."""
-    if not result.causal:
-        return []
-    lines = ["", "## Causal attention (a decoder layer)", "",
-             "Unit ratios, beta = 1, one head (more with H d_k = d where said; MQA and GQA share W_K and W_V); query i",
-             "sees the keys j <= i. GE = the",
-             "conjectured Gaussian equivalent (c_0 + mu_1 S0_ij + sigma Z_ij) / i on j <= i. The theory leaves out the",
-             "uniform part c_0 / i: for softmax (mu_1 = 1) it is the two-point Dyson equation of the masked scores, for the",
-             "square score (mu_1 = 0) the variance profile of the noise. The law has no moments: medians and 99 %",
-             "quantiles instead.", "",
-             "| score | n | KS(theory, softmax) | KS(theory, GE) | KS(softmax, GE) | floor | median softmax / GE | "
-             "99 % quantile softmax / GE |", "|---|---|---|---|---|---|---|---|"]
-
-    def cell(value: float | None) -> str:
-        return "no law" if value is None else f"{value:.4f}"
-
-    def ks(c: Comparison, reading: str) -> float | None:
-        return None if c.ks is None else c.ks[f"theory_{reading}"]
-
-    for score, v in result.causal.items():
-        for c in v.comparisons:
-            q = c.quantiles
-            lines.append(f"| {score} | {c.n} | {cell(ks(c, 'softmax'))} | {cell(ks(c, 'ge'))} | {c.softmax_ge['ks']:.4f} | "
-                         f"{c.floor['ks']:.4f} | {q['softmax'][1]:.4g} / {q['ge'][1]:.4g} | {q['softmax'][3]:.4g} / {q['ge'][3]:.4g} |")
-    lines.append("")
-    for score, v in result.causal.items():
-        if v.config.score != "softmax" or len(v.comparisons) < 2:
-            continue
-        a = v.scaling()["ks_softmax_ge_exponent"]
-        first, last = v.comparisons[0], v.comparisons[-1]
-        shrinks = a <= STALLED_EXPONENT and last.softmax_ge["ks"] < first.softmax_ge["ks"]
-        lines.append(f"Verdict ({score}): KS(softmax, GE) **{'shrinks' if shrinks else 'does not shrink'}**, fitted as "
-                     f"n^{a:.2f} over n = {first.n} .. {last.n}; at n = {last.n} it is {last.softmax_ge['ks'] / last.floor['ks']:.1f} "
-                     "times the floor.")
-    for score, v in result.causal.items():
-        first, last = v.comparisons[0], v.comparisons[-1]
-        if v.theory is None:
-            continue
-        within = ks(last, "ge") <= last.floor["ks"] + FLOOR_MARGIN
-        line = (f"Verdict ({score} law): KS(theory, GE) at n = {last.n} is {ks(last, 'ge'):.4f} against the floor "
-                f"{last.floor['ks']:.4f}: **{'within' if within else 'beyond'}** the floor + {FLOOR_MARGIN:g}")
-        a = (v.scaling() or {}).get("ks_theory_softmax_exponent")
-        if a is not None:
-            shrinks = a <= STALLED_EXPONENT and ks(last, "softmax") < ks(first, "softmax")
-            line += (f"; KS(theory, softmax) **{'shrinks' if shrinks else 'does not shrink'}**, fitted as n^{a:.2f} over "
-                     f"n = {first.n} .. {last.n}")
-        lines.append(line + f"; the law's own error of F is {v.theory.error:.4f}.")
-    return lines
-
-
-def _depth_section(result: ClaimsResult) -> list[str]:
-    """Depth: each network's law against the real network and its equivalent's draws (docs/extensions.md §8.7)."""
-    if not result.depth:
-        return []
-    lines = ["", "## Depth: transformer blocks at initialisation", "",
-             "One head, d = d_k = d_v = n, beta = 1, pre-LayerNorm, every layer with its own weights; the law after the layer",
-             "named: the first block's, layer 2's (lognormal key weights from the common vector), and after layer 2 layer 2's",
-             "again (later branches add nothing centred); with centred attention layer 2's own, its keys weighted where a "
-             "ReLU MLP's mean leaves a common vector. real = the real network, GE = the law's equivalent drawn.", "",
-             "| network | n | KS(theory, real) | KS(theory, GE) | KS(real, GE) | floor | mean theory / real |",
-             "|---|---|---|---|---|---|---|"]
-    for label, v in result.depth.items():
-        mean = v.theory.moment_data[0]["float"]
-        for c in v.comparisons:
-            lines.append(f"| {label} | {c.n} | {c.ks['theory_softmax']:.4f} | {c.ks['theory_ge']:.4f} | "
-                         f"{c.softmax_ge['ks']:.4f} | {c.floor['ks']:.4f} | {mean:.6g} / {c.moments['softmax'][0]['samples']:.6g} |")
-    lines.append("")
-    for label, v in result.depth.items():
-        first, last, fits = v.comparisons[0], v.comparisons[-1], v.scaling() or {}
-
-        def fitted(key: str) -> str:
-            error = fits.get(f"{key}_exponent_error")
-            return f"n^{fits[f'{key}_exponent']:.2f}" + ("" if error is None else f" ± {error:.2f}")
-
-        within = last.ks["theory_ge"] <= last.floor["ks"] + FLOOR_MARGIN
-        shrinks = ("ks_theory_softmax_exponent" in fits and fits["ks_theory_softmax_exponent"] <= STALLED_EXPONENT
-                   and last.ks["theory_softmax"] < first.ks["theory_softmax"])
-        holds = shrinks or last.ks["theory_softmax"] <= 2 * last.floor["ks"]
-        lines.append(f"Verdict ({label}): KS(theory, GE) at n = {last.n} is {last.ks['theory_ge']:.4f} against the floor "
-                     f"{last.floor['ks']:.4f}: **{'within' if within else 'beyond'}** the floor + {FLOOR_MARGIN:g}; the law "
-                     f"**{'holds' if holds else 'fails'}** for the real network"
-                     + (f" (KS(theory, real) ~ {fitted('ks_theory_softmax')}, KS(real, GE) ~ {fitted('ks_softmax_ge')} over "
-                        f"n = {first.n} .. {last.n})" if len(v.comparisons) > 1 else "")
-                     + f"; the law's own error of F is {v.theory.error:.1e}.")
-    return lines
-
-
 def _ge_verdict(rows: list[Comparison]) -> str:
     """'holds' when KS(theory, softmax) shrinks with n or is within twice the floor at the largest n."""
     first, last = rows[0].ks["theory_softmax"], rows[-1].ks["theory_softmax"]
@@ -312,7 +212,9 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
     lines = [
         "# Claims of the seed paper: theory and Monte Carlo",
         "",
-        f"Generated by `{command}` (n = {ns}; {result.draws} draws per sample set; seed {result.seed};",
+        f"Generated by `{command}` (n = {ns}"
+        + (f", the causal section at n = {', '.join(map(str, causal))}" if (causal := causal_sizes(result.causal)) else "")
+        + f"; {result.draws} draws per sample set; seed {result.seed};",
         f"presets: {', '.join(result.theories)}"
         + (f"; not run: {', '.join(p for p in BIDIRECTIONAL_PRESETS if p not in result.theories)}"
            if len(result.theories) < len(BIDIRECTIONAL_PRESETS)
@@ -385,8 +287,8 @@ def render_markdown(result: ClaimsResult, command: str) -> str:
             lines.append(f"| {name} | {_heads(name)} | {t.moment_data[0]['float']:.6g} | {t.moment_data[1]['float']:.6g} | "
                          f"{t.top_edge:.6g} | {m['samples']:.6g} ± {se} | {top_sample:.6g} |")
     lines += _attention_section(result)
-    lines += _causal_section(result)
-    lines += _depth_section(result)
+    lines += causal_section(result.causal)
+    lines += depth_section(result.depth)
     lines += ["", "## Outliers of the softmax samples", "",
               "Eigenvalues beyond the support widened by 5 %, per n (count over all draws; largest value).", "",
               "| preset | " + " | ".join(f"n={v}" for v in result.n) + " |",

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PLOT_FORMATS", "check_plot", "plot_depth", "plot_sweep", "plot_threshold", "plot_verify"]
 
-COLOURS = {"theory": "black", "softmax": "tab:blue", "ge": "tab:orange", "polynomial": "tab:green"}
+COLOURS = {"theory": "black", "softmax": "tab:blue", "ge": "tab:orange", "ge_without_uniform": "tab:red", "polynomial": "tab:green"}
 
 
 #: File formats of the figures, from the path's suffix.

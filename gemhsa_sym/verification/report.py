@@ -14,8 +14,9 @@ __all__ = ["format_report", "labels"]
 
 def labels(source: Any) -> dict[str, str]:
     """What each reading is called in reports and figures: the real layer by its score (its JSON key stays ``softmax``,
-    docs/exports.md §5.4), its Gaussian equivalent ``GE``, a polynomial model's own samples ``MC``."""
-    return {"softmax": getattr(source, "score", "layer"), "ge": "GE", "polynomial": "MC"}
+    docs/exports.md §5.4), its Gaussian equivalent ``GE`` (a causal layer's without its uniform part ``GE w/o c_0``), a
+    polynomial model's own samples ``MC``."""
+    return {"softmax": getattr(source, "score", "layer"), "ge": "GE", "ge_without_uniform": "GE w/o c_0", "polynomial": "MC"}
 
 
 def _fmt(value: float | None, spec: str = ".4g") -> str:
