@@ -346,11 +346,15 @@ def test_a_point_whose_first_height_lands_off_the_physical_solution_is_reached_a
     assert abs(coarse - finer) < 0.005 * abs(finer)
 
 
-def test_the_levels_extrapolate_over_the_order_and_estimate_their_error_by_an_embedded_pair() -> None:
+def test_the_levels_extrapolate_over_the_order_and_estimate_their_error_by_an_embedded_pair(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """extrapolated (docs/solving.md §3.13) is exact on m + a p^-2 + b p^-3 from three orders and on m + a p^-2 from two,
     and with a count takes only the last orders;
     the levels of the single head yield it with the change from the extrapolation of one order fewer as the error,
-    which at w = 0.2 + 0.5i (the limit 0.16945 - 1.17175i, extrapolated from orders 4, 6, 8) bounds the true error."""
+    which at w = 0.2 + 0.5i (the limit 0.16945 - 1.17175i, extrapolated from orders 4, 6, 8) bounds the true error;
+    after a level, a progress line estimates the time left at most."""
+    from gemhsa_sym.progress import configure
+
     m, a, b = 0.25 - 0.5j, 3.0 + 1j, -2.0
     for orders in ([3, 4, 6], [4, 6, 8], [2, 5, 7]):
         values = [np.array([m + a / p**2 + b / p**3]) for p in orders]
@@ -359,9 +363,16 @@ def test_the_levels_extrapolate_over_the_order_and_estimate_their_error_by_an_em
     # the cruder value of the pair at the fourth level: m + a p^-2 over its last two orders only
     values = [np.array([m + a / p**2 + b / p**3]) for p in (3, 4, 6, 8)]
     assert abs(extrapolated([3, 4, 6, 8], values, 2)[0] - (64 * values[3][0] - 36 * values[2][0]) / 28) < 1e-12
-    levels = causal_model(Config(mask="causal")).levels(np.array([0.2 + 0.5j]), 0.0)
-    _, _, first, none = next(levels)
-    _, nodes, second, error = levels.send(np.array([True]))
-    levels.close()
+    monkeypatch.setenv("GEMHSA_SYM_PROGRESS", "lines")
+    configure(False)
+    try:
+        levels = causal_model(Config(mask="causal")).levels(np.array([0.2 + 0.5j]), 0.0)
+        _, _, first, none = next(levels)
+        _, nodes, second, error = levels.send(np.array([True]))
+        levels.close()
+    finally:
+        configure(True)
+    notes = [line for line in capsys.readouterr().err.splitlines() if "s more" in line]
+    assert len(notes) == 1 and notes[0].endswith("s more, 1 point through 3 more levels at the rate so far"), notes
     assert none is None and nodes == 36
     assert abs(second[0] - (0.16945 - 1.17175j)) < error[0] < abs(second[0] - first[0])  # 1.9e-4, 1.0e-3, 1.8e-3

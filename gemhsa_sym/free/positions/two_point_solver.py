@@ -10,6 +10,7 @@ level after level for the drivers of :mod:`.profiled_law`.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 
@@ -19,6 +20,7 @@ from tqdm import tqdm
 from gemhsa_sym.free.positions.masked_pencil import MaskedPencil
 from gemhsa_sym.free.positions.profiles import Quadrature
 from gemhsa_sym.free.positions.two_point import TwoPointState, TwoPointSystem
+from gemhsa_sym.progress import note
 
 __all__ = ["LEVELS", "DESCENT", "RESOLUTION", "iterates", "solve", "extrapolated", "MaskedScoresModel"]
 
@@ -26,6 +28,9 @@ __all__ = ["LEVELS", "DESCENT", "RESOLUTION", "iterates", "solve", "extrapolated
 #: The two-point blocks have a kink where two query positions meet, so m converges like order^-2 (measured,
 #: docs/solving.md §3.13), whatever the octaves beyond 8: the levels raise the order.
 LEVELS: tuple[tuple[int, int], ...] = ((3, 8), (4, 8), (6, 8), (8, 8))
+#: A point's cost at a level grows like nodes^COST_EXPONENT (measured: 1.4, 2.6, 6.6, 13.4 s for six points of one head
+#: at 27, 36, 54, 72 nodes): the weights of the estimate of the time left (:meth:`MaskedScoresModel.levels`).
+COST_EXPONENT = 2.3
 #: How many of the last levels the extrapolation of m combines (m + a p^-2 + b p^-3 over the orders p).
 EXTRAPOLATED = 3
 #: Anderson memory, mixing of the plain step, and steps allowed per height.
@@ -187,26 +192,43 @@ class MaskedScoresModel:
         one level fewer (an embedded pair: it bounds the cruder value, so it errs on the safe side for m). A boolean
         mask sent to the generator names the points the next levels solve (the others keep their last value). A point
         below ``floor`` (real targets) is solved at Im w = max(floor, :data:`RESOLUTION` |w|), where the density is
-        resolved on that scale. A progress bar counts the points on a terminal."""
+        resolved on that scale.
+
+        A progress bar on a terminal (and a line after every level) estimates the time left at most: every point still
+        refined taken through every level left, a point's work weighted by :data:`COST_EXPONENT`, at the rate so far."""
         below = w.imag < floor
         at = np.where(below, w.real + 1j * np.maximum(floor, RESOLUTION * np.abs(w)), w)
         raw: list[np.ndarray] = []
         active = np.ones(w.shape, dtype=bool)
-        for level, (order, _) in enumerate(LEVELS):
-            nodes = self.quadrature(level).size
-            with tqdm(total=int(active.sum()), desc=f"two-point equation, {nodes} nodes", unit="point", disable=None,
-                      leave=False, file=sys.stderr) as bar:
-                m = solve(self.system(level), at[active], finished=bar.update)[0]
-            raw.append(np.zeros(w.shape, dtype=complex))
-            raw[-1][active] = m
-            orders = [o for o, _ in LEVELS[:level + 1]]
-            value = extrapolated(orders, raw)
-            error = None if level == 0 else np.abs(value - extrapolated(orders, raw, min(level, EXTRAPOLATED - 1)))
-            sent = yield level, nodes, value, error
-            if sent is not None:
-                active = np.asarray(sent, dtype=bool) & active
-                if not np.any(active):
-                    return
+        cost = [(self.quadrature(level).size / self.quadrature(0).size) ** COST_EXPONENT for level in range(len(LEVELS))]
+        start, done = time.perf_counter(), [0.0]
+        with tqdm(total=w.size * sum(cost), desc="two-point equation", unit="", disable=None, leave=False, file=sys.stderr,
+                  bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} < {remaining} at most") as bar:
+            for level, (order, _) in enumerate(LEVELS):
+                nodes = self.quadrature(level).size
+                bar.set_description(f"two-point equation, {nodes} nodes")
+                def finished(count: int, weight: float = cost[level]) -> None:
+                    done[0] += count * weight
+                    bar.update(count * weight)
+
+                m = solve(self.system(level), at[active], finished=finished)[0]
+                raw.append(np.zeros(w.shape, dtype=complex))
+                raw[-1][active] = m
+                orders = [o for o, _ in LEVELS[:level + 1]]
+                value = extrapolated(orders, raw)
+                error = None if level == 0 else np.abs(value - extrapolated(orders, raw, min(level, EXTRAPOLATED - 1)))
+                sent = yield level, nodes, value, error
+                if sent is not None:
+                    active = np.asarray(sent, dtype=bool) & active
+                    if not np.any(active):
+                        return
+                left = int(np.count_nonzero(active)) * sum(cost[level + 1:])
+                bar.total = done[0] + left
+                bar.refresh()
+                if level + 1 < len(LEVELS) and done[0]:
+                    count, more = int(np.count_nonzero(active)), len(LEVELS) - level - 1
+                    note(f"two-point equation: at most {left * (time.perf_counter() - start) / done[0]:.0f} s more, {count} "
+                         f"point{'s' * (count != 1)} through {more} more level{'s' * (more != 1)} at the rate so far")
 
 
 def extrapolated(orders: list[int], values: list[np.ndarray], count: int = EXTRAPOLATED) -> np.ndarray:
