@@ -39,9 +39,14 @@ MEMORY, MIXING, STEPS = 8, 0.5, 4000
 RESOLUTION = 1e-4
 #: Ratio of successive heights Im w / |w| on the descent towards the real axis.
 DESCENT = 100
+#: The change at which a height above a point's own is left for the next: its state is only where the next starts
+#: (measured on one head at 27 points: 17 % fewer steps, m unchanged to 4e-9).
+PASSING = 1e-3
 #: A point's iteration is mixed only once its plain steps change the values by less than this (inside the
-#: basin of the solution the plain iteration reaches; mixed from farther, it may land on another solution).
-MIX_FROM = 1e-3
+#: basin of the solution the plain iteration reaches; mixed from farther, it may land on another solution: from 1, m
+#: at 7.9e-5 + 6.1e-5i was 0.73 away). Measured at 27 points from 1e-3 to 1e4: from 1e-2 or 1e-1 the same solution as
+#: from 1e-3 (to 3e-9 for one head, 3e-8 for four) in 30 % fewer steps.
+MIX_FROM = 1e-2
 
 
 def _flat(state: TwoPointState) -> np.ndarray:
@@ -89,10 +94,10 @@ def iterates(system: TwoPointSystem, w: np.ndarray, state: TwoPointState) -> Ite
         x = x + MIXING * f - (gamma @ dG)[:, 0]
 
 
-def _converge(system: TwoPointSystem, at: np.ndarray, read: np.ndarray, delta: np.ndarray, tol: float,
+def _converge(system: TwoPointSystem, at: np.ndarray, read: np.ndarray, delta: np.ndarray, tol: np.ndarray,
               counted: np.ndarray, finished: Callable[[int], object]) -> tuple[TwoPointState, np.ndarray, int]:
-    """Every point of ``at`` iterated from its state (``read``, ``delta``) to a change below ``tol``: the points still
-    iterating are batched, and the batch is shrunk once a quarter of it has converged (``finished`` is told how many
+    """Every point of ``at`` iterated from its state (``read``, ``delta``) to a change below ``tol`` (per point): the
+    points still iterating are batched, and the batch is shrunk once a quarter of it has converged (``finished`` is told how many
     of the ``counted`` points converged); the states, m and the point-steps taken. ArithmeticError where a point
     does not converge in :data:`STEPS` steps."""
     read, delta, m = read.copy(), delta.copy(), np.zeros(at.shape, dtype=complex)
@@ -100,7 +105,7 @@ def _converge(system: TwoPointSystem, at: np.ndarray, read: np.ndarray, delta: n
     while todo.size:
         for steps, (state, values, change) in enumerate(iterates(system, at[todo], TwoPointState(read[todo], delta[todo]))):
             total += todo.size
-            done = change < tol
+            done = change < tol[todo]
             if np.all(done) or (np.count_nonzero(done) >= todo.size / 4) or steps == STEPS - 1:
                 break
         if not np.any(done):
@@ -118,8 +123,9 @@ def _unphysical(m: np.ndarray) -> np.ndarray:
 def solve(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9,
           finished: Callable[[int], object] = lambda count: None) -> tuple[np.ndarray, int]:
     """m at the points w (upper half plane) and the point-steps taken: the iteration runs at Im w = |w|,
-    |w| / :data:`DESCENT`, ... down to each point's own Im w, every height started from the one above, the first
-    from Lambda^-1 (:func:`_converge`; ``finished`` is told how many points reached their own Im w). A point whose
+    |w| / :data:`DESCENT`, ... down to each point's own Im w, every height started from the one above (and left at a
+    change of :data:`PASSING`), the first from Lambda^-1 (:func:`_converge`; ``finished`` is told how many points reached
+    their own Im w). A point whose
     first height lands on Im m > 0 (seen below |w| = 1e-3 with four heads) is reached along its ray instead, from
     |w| >= 1 down by factors of 10. ArithmeticError where a point does not converge or ends on Im m > 0."""
     w = np.asarray(w, dtype=complex)
@@ -129,9 +135,10 @@ def solve(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9,
     total = 0
     for level, height in enumerate(float(DESCENT) ** -np.arange(0, depth + 1)):
         at = w.real + 1j * np.maximum(w.imag, height * np.abs(w))
+        own = np.where(at == w, tol, max(tol, PASSING))
         if level == 0:
             begin = system.start(w)
-            state, m, steps = _converge(system, at, begin.read, begin.delta, tol, at == w, finished)
+            state, m, steps = _converge(system, at, begin.read, begin.delta, own, at == w, finished)
             total += steps
             bad = np.flatnonzero(_unphysical(m))
             if bad.size:
@@ -142,8 +149,8 @@ def solve(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9,
             continue
         todo = np.flatnonzero(w.imag < DESCENT * height * np.abs(w))
         if todo.size:
-            below, m[todo], steps = _converge(system, at[todo], state.read[todo], state.delta[todo], tol, at[todo] == w[todo],
-                                              finished)
+            below, m[todo], steps = _converge(system, at[todo], state.read[todo], state.delta[todo], own[todo],
+                                              at[todo] == w[todo], finished)
             state.read[todo], state.delta[todo] = below.read, below.delta
             total += steps
     if np.any(_unphysical(m)):
@@ -157,7 +164,7 @@ def _along_rays(system: TwoPointSystem, w: np.ndarray, tol: float) -> tuple[TwoP
     J = int(max(1, np.ceil(np.log10(1 / np.min(np.abs(w))))))
     state, total, none = system.start(w * 10.0**J), 0, np.zeros(w.shape, dtype=bool)
     for j in range(J, -1, -1):
-        state, m, steps = _converge(system, w * 10.0**j, state.read, state.delta, tol, none, lambda count: None)
+        state, m, steps = _converge(system, w * 10.0**j, state.read, state.delta, np.full(w.shape, tol), none, lambda count: None)
         total += steps
     return state, m, total
 
