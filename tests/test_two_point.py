@@ -373,6 +373,6 @@ def test_the_levels_extrapolate_over_the_order_and_estimate_their_error_by_an_em
     finally:
         configure(True)
     notes = [line for line in capsys.readouterr().err.splitlines() if "s more" in line]
-    assert len(notes) == 1 and notes[0].endswith("s more, 1 point through 3 more levels at the rate so far"), notes
+    assert len(notes) == 1 and notes[0].endswith("s more, 1 point through 4 more levels at the rate so far"), notes
     assert none is None and nodes == 36
     assert abs(second[0] - (0.16945 - 1.17175j)) < error[0] < abs(second[0] - first[0])  # 1.9e-4, 1.0e-3, 1.8e-3
