@@ -346,6 +346,18 @@ def test_a_point_whose_first_height_lands_off_the_physical_solution_is_reached_a
     assert abs(coarse - finer) < 0.005 * abs(finer)
 
 
+def test_a_point_is_solved_alike_in_any_batch() -> None:
+    """A point's m does not depend on the points solved beside it (each keeps the state of its first step below the
+    tolerance, docs/solving.md §3.13): one head at 27 nodes, a batch from below the bulk to far in the tail against each
+    point alone, and every m physical (Im m < 0)."""
+    system = causal_model(Config(mask="causal")).system(0)
+    w = np.array([1 + 1j, 0.05 + 5e-6j, 9646.62 + 0.964662j])
+    batch = solve(system, w)[0]
+    alone = np.array([solve(system, w[i:i + 1])[0][0] for i in range(w.size)])
+    assert np.all(batch.imag < 0)
+    assert np.max(np.abs(batch - alone) / (1 + np.abs(alone))) < 1e-7
+
+
 def test_the_levels_extrapolate_over_the_order_and_estimate_their_error_by_an_embedded_pair(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """extrapolated (docs/solving.md §3.13) is exact on m + a p^-2 + b p^-3 from three orders and on m + a p^-2 from two,
