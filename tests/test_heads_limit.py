@@ -110,6 +110,9 @@ def test_configuration_fields() -> None:
         PRESETS["gqa"].with_heads("oo")
     with pytest.raises(ValueError, match=r"^heads: infinitely many heads are built for target = 'output'"):
         Config(heads="oo", target="attention")
+    with pytest.raises(ValueError, match=r"^heads: infinitely many heads are built for mask = 'none', got 'causal'; a causal "
+                                         r"law is the two-point equation written head by head"):
+        Config(heads="oo", mask="causal")
     with pytest.raises(ValueError, match=r"^heads: infinitely many heads \('oo'\) have a law but no finite sample"):
         config.sizes(1000)
     assert AttentionLaw(config.replace(beta=0)).moments(2) == [0, 0]  # Y = 0 at every H: the point mass at 0

@@ -166,8 +166,11 @@ class Config:
         if self.heads in (INFINITE_HEADS, sp.oo):
             for key, allowed in (("target", "output"), ("mask", "none"), ("tokens", "gaussian")):
                 if getattr(self, key) != allowed:
+                    why = ("; a causal law is the two-point equation written head by head (exchangeable heads reduced "
+                           "to two), whose limit of infinitely many heads is not derived: give a finite number of heads"
+                           if key == "mask" else "")
                     raise ValueError(f"heads: infinitely many heads are built for {key} = {allowed!r}, "
-                                     f"got {getattr(self, key)!r}")
+                                     f"got {getattr(self, key)!r}{why}")
             return INFINITE_HEADS
         heads = integer_value("heads", self.heads)
         if heads < 1:
