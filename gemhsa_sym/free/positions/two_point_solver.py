@@ -92,10 +92,10 @@ def iterates(system: TwoPointSystem, w: np.ndarray, state: TwoPointState) -> Ite
         x = x + MIXING * f - (gamma @ dG)[:, 0]
 
 
-def _converge(system: TwoPointSystem, at: np.ndarray, read: np.ndarray, delta: np.ndarray, tol: np.ndarray,
+def _converge(system: TwoPointSystem, at: np.ndarray, read: np.ndarray, delta: np.ndarray, tol: float,
               counted: np.ndarray, finished: Callable[[int], object]) -> tuple[TwoPointState, np.ndarray, int]:
-    """Every point of ``at`` iterated from its state (``read``, ``delta``) to a change below ``tol`` (per point): the
-    points still iterating are batched, and the batch is shrunk once a quarter of it has converged (``finished`` is told how many
+    """Every point of ``at`` iterated from its state (``read``, ``delta``) to a change below ``tol``: the points still
+    iterating are batched, and the batch is shrunk once a quarter of it has converged (``finished`` is told how many
     of the ``counted`` points converged); a point's state is the one of its first step below ``tol`` (mixed on past it, a point
     of eight heads far in the tail, w = 9646.62 + 0.96i, was carried to Im m > 0); the states, m and the point-steps taken.
     ArithmeticError where a point does not converge in :data:`STEPS` steps."""
@@ -105,7 +105,7 @@ def _converge(system: TwoPointSystem, at: np.ndarray, read: np.ndarray, delta: n
         done = np.zeros(todo.size, dtype=bool)
         for steps, (state, values, change) in enumerate(iterates(system, at[todo], TwoPointState(read[todo], delta[todo]))):
             total += todo.size
-            first = (change < tol[todo]) & ~done
+            first = (change < tol) & ~done
             at_first = todo[first]
             read[at_first], delta[at_first], m[at_first] = state.read[first], state.delta[first], values[first]
             done |= first
@@ -138,10 +138,9 @@ def solve(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9,
     total = 0
     for level, height in enumerate(float(DESCENT) ** -np.arange(0, depth + 1)):
         at = w.real + 1j * np.maximum(w.imag, height * np.abs(w))
-        own = np.full(w.shape, tol)
         if level == 0:
             begin = system.start(w)
-            state, m, steps = _converge(system, at, begin.read, begin.delta, own, at == w, finished)
+            state, m, steps = _converge(system, at, begin.read, begin.delta, tol, at == w, finished)
             total += steps
             bad = np.flatnonzero(_unphysical(m))
             if bad.size:
@@ -152,8 +151,8 @@ def solve(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9,
             continue
         todo = np.flatnonzero(w.imag < DESCENT * height * np.abs(w))
         if todo.size:
-            below, m[todo], steps = _converge(system, at[todo], state.read[todo], state.delta[todo], own[todo],
-                                              at[todo] == w[todo], finished)
+            below, m[todo], steps = _converge(system, at[todo], state.read[todo], state.delta[todo], tol, at[todo] == w[todo],
+                                              finished)
             state.read[todo], state.delta[todo] = below.read, below.delta
             total += steps
     if np.any(_unphysical(m)):
@@ -167,7 +166,7 @@ def _along_rays(system: TwoPointSystem, w: np.ndarray, tol: float) -> tuple[TwoP
     J = int(max(1, np.ceil(np.log10(1 / np.min(np.abs(w))))))
     state, total, none = system.start(w * 10.0**J), 0, np.zeros(w.shape, dtype=bool)
     for j in range(J, -1, -1):
-        state, m, steps = _converge(system, w * 10.0**j, state.read, state.delta, np.full(w.shape, tol), none, lambda count: None)
+        state, m, steps = _converge(system, w * 10.0**j, state.read, state.delta, tol, none, lambda count: None)
         total += steps
     return state, m, total
 
