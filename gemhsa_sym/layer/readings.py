@@ -228,9 +228,11 @@ class AttentionLayer:
         ``normalisation="none"``), or its Gaussian equivalent (``ge``: the polynomial's per-head term on
         these tokens and weights, with a fresh Z^h per head drawn from ``rng`` in head order; ``ge_without_uniform``:
         a causal layer's without c_0)."""
+        if model not in MODELS:
+            raise ValueError(f"model: unknown model {model!r}; choose one of {', '.join(self.readings)}")
         if model not in self.readings:
-            raise ValueError(f"model: {model!r} does not read this layer; choose one of {', '.join(self.readings)}"
-                             + (" (ge_without_uniform reads a causal layer)" if model in MODELS else ""))
+            raise ValueError(f"model: {model!r} does not read this layer (it reads a causal one); choose one of "
+                             f"{', '.join(self.readings)}")
         if model == "softmax" and not self.config.target_rule.output_side:
             return self._attention_matrix(weights, X)
         if model == "softmax":

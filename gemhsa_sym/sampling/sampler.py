@@ -326,10 +326,11 @@ def sample(
     device and the memory of the draws that run at once are checked before any is drawn. The
     progress bar (default) shows on multi-draw runs when stderr is a terminal.
     """
+    if model not in MODELS:
+        raise ValueError(f"model: unknown model {model!r}; choose one of {', '.join(readings(config))}")
     if model not in readings(config):
-        raise ValueError(f"model: {model!r} does not read this {'layer' if isinstance(config, Config) else 'network'}; "
-                         f"choose one of {', '.join(readings(config))}"
-                         + (" (ge_without_uniform reads a causal layer)" if model in MODELS else ""))
+        raise ValueError(f"model: {model!r} does not read this {'layer' if isinstance(config, Config) else 'network'} "
+                         f"(it reads a causal layer); choose one of {', '.join(readings(config))}")
     for key, value, least in (("draws", draws, 1), ("seed", seed, 0), ("jobs", jobs, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{key}: need an integer >= {least}, got {value!r}")
