@@ -24,8 +24,11 @@ def test_mask_is_a_validated_field_that_round_trips() -> None:
         Config(mask="sliding")
     with pytest.raises(ValueError, match="^mask: a causal layer"):
         Config(mask="causal", normalisation="none")
-    with pytest.raises(ValueError, match="^mask: a causal layer"):
-        Config(mask="causal", target="attention")
+    assert Config(mask="causal", target="attention").spectral_object.startswith("eigenvalues of n (A - C)^T (A - C)")
+    for tokens in ({"tokens": "orthonormal"}, {"tokens": "covariance", "token_covariance": {"values": ["1/2", "3/2"],
+                                                                                            "weights": ["1/2", "1/2"]}}):
+        with pytest.raises(ValueError, match="^tokens: the causal attention matrix is derived for Gaussian tokens"):
+            Config(mask="causal", target="attention", **tokens)
 
 
 def test_causal_layer_has_no_polynomial_and_orthonormal_tokens_have_no_law() -> None:

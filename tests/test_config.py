@@ -38,6 +38,7 @@ PRESET_FIELDS = {
     "causal-mqa": dict(heads=4, d_k=R(1, 4), d_v=R(1, 4), share_k=ALL4, share_v=ALL4, mask="causal"),
     "causal-gqa": dict(heads=8, d_k=R(1, 8), d_v=R(1, 8), share_k=((0, 1), (2, 3), (4, 5), (6, 7)),
                        share_v=((0, 1), (2, 3), (4, 5), (6, 7)), mask="causal"),
+    "causal-attention-matrix": dict(heads=1, d_k=1, target="attention", tokens="gaussian", mask="causal"),
 }
 
 

@@ -147,6 +147,34 @@ def test_attention_matrix_against_torch_softmax(tokens: str) -> None:
         np.testing.assert_allclose(X @ X.T, N * np.eye(N), atol=1e-10)
 
 
+@pytest.mark.parametrize("model", ["softmax", "ge", "ge_without_uniform"])
+def test_causal_attention_matrix_against_torch(model: str) -> None:
+    """sqrt(n) (A - C) with A torch's softmax under the causal mask and C the causal average (row i: 1/i on j <= i), or
+    for the equivalent A_ij = (c_0 + mu_1 S_ij + sigma Z_ij) / i on j <= i (docs/equations.md §2.11): with row
+    normalisation c_0 = 1, so both equivalent readings are sqrt(n) (mu_1 S + sigma Z)_ij / i."""
+    from gemhsa_sym.layer.readings import ge_coefficients, layer_of
+
+    config = Config(n=N, d=N, d_k=N // 2, target="attention", mask="causal", beta="1.3")
+    layer, rng = layer_of(config), np.random.default_rng(4)
+    sizes = config.sizes()
+    X = layer.draw_tokens(sizes, rng)
+    weights = layer.draw_weights(sizes, rng)
+    M = layer.output(weights, X, model, np.random.default_rng(3))
+    x = torch.from_numpy(X)
+    q, k = x @ torch.from_numpy(weights.query.head(0)), x @ torch.from_numpy(weights.key.head(0))
+    rows = torch.arange(1, N + 1, dtype=torch.float64)[:, None]
+    causal_average = torch.tril(torch.ones(N, N, dtype=torch.float64)) / rows
+    if model == "softmax":
+        mask = torch.ones(N, N, dtype=torch.bool).tril()
+        A = torch.softmax((1.3 * q @ k.T / math.sqrt(N // 2)).masked_fill(~mask, -math.inf), dim=1)
+    else:
+        c0, mu1, sigma = ge_coefficients(config)
+        assert c0 == 1.0
+        noise = torch.from_numpy(np.random.default_rng(3).standard_normal((N, N)))
+        A = torch.tril(c0 + mu1 * q @ k.T / math.sqrt(N // 2) + sigma * noise) / rows
+    assert relative_error(M, math.sqrt(N) * (A - causal_average)) < 1e-12
+
+
 @pytest.mark.parametrize("name", ["causal-single-head", "causal-gqa"])
 @pytest.mark.parametrize("model", ["ge", "ge_without_uniform"])
 def test_causal_gaussian_equivalent_draw(name: str, model: str) -> None:

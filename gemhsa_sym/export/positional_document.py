@@ -58,10 +58,13 @@ def causal_document(record: Mapping[str, Any], verification: Mapping[str, Any] |
         r"\subsection*{Causal Gaussian equivalent}",
         r"Query $i$ sees the keys $j \le i$; the conjectured equivalent of the attention matrix is",
         r"\begin{equation*}" + tex["equivalent"][0] + r"\end{equation*}",
-        ("The law is that of the eigenvalues of $Y_c^{T} Y_c / n$ of the column-centred output" if "residual" not in record["config"]
-         else r"The law is that of the eigenvalues of $R^{T} P R / n$ of the residual stream $R = X + \alpha \sqrt{n}\, Y$, "
-              r"$P = I - \mathbf{1}\mathbf{1}^{T} / n$")
-        + ", without the uniform part $c_0 / i$ (Monte Carlo shows its effect on the law fading with $n$).",
+        (r"The law is that of the eigenvalues of $n (A - C)^{T} (A - C)$, $C_{ij} = 1/i$ on $j \le i$ the causal average: "
+         r"row normalisation has $c_0 = 1$, so the equivalent's uniform part $c_0 C$ is the $C$ the object subtracts."
+         if record["config"].get("target") == "attention" else
+         ("The law is that of the eigenvalues of $Y_c^{T} Y_c / n$ of the column-centred output" if "residual" not in record["config"]
+          else r"The law is that of the eigenvalues of $R^{T} P R / n$ of the residual stream $R = X + \alpha \sqrt{n}\, Y$, "
+               r"$P = I - \mathbf{1}\mathbf{1}^{T} / n$")
+         + ", without the uniform part $c_0 / i$ (Monte Carlo shows its effect on the law fading with $n$)."),
         r"\subsection*{Equations}",
     ]
     if masked:

@@ -12,7 +12,8 @@ u <= t, t = i / n. Two models, by the score's linear coefficient:
   whose law is the two-point Dyson equation of docs/equations.md §2.11 (:mod:`.free.two_point`, :mod:`.free.two_point_solver`),
   written for any heads (W_Q, W_K, W_V shared in groups or not), values and outputs by any rule, with
   or without the residual stream, for Gaussian tokens with a covariance or not; orthonormal tokens
-  are refused naming the field.
+  are refused naming the field. The attention matrix sqrt(n) (A - C) of one head is the same equation with
+  its resolvent on the key positions (docs/equations.md §2.11, the attention matrix).
 
 The uniform causal part c_0 C V W_O (C_ij = 1/i on j <= i) is left out of both: Monte Carlo shows its
 effect on the law fading with n (docs/extensions.md §8.6).
@@ -28,7 +29,7 @@ import sympy as sp
 
 from gemhsa_sym.free.expressions.matrices import gaussians_of
 from gemhsa_sym.free.positions.distribution_function import Distribution, distribution
-from gemhsa_sym.free.positions.masked_pencil import heads_pencil
+from gemhsa_sym.free.positions.masked_pencil import attention_pencil, heads_pencil
 from gemhsa_sym.free.positions.profiled_law import ProfiledModel, density
 from gemhsa_sym.free.positions.profiles import Profile, T
 from gemhsa_sym.free.positions.two_point_solver import MaskedScoresModel
@@ -91,6 +92,8 @@ def _masked_scores(config: Config, mu1_squared: float, sigma2: float) -> MaskedS
             "covariance or not), whose prefixes B_t = X^T P_t X have free increments (docs/equations.md §2.11); the "
             "prefixes of orthonormal tokens are blocks of a Haar projection, no polynomial in Gaussian matrices")
     r = {key: float(value) for key, value in config.ratios().items() if key != "n"}
+    if not config.target_rule.output_side:  # the attention matrix itself, its pencil on the key side (docs/equations.md §2.11)
+        return MaskedScoresModel(functools.partial(attention_pencil, ratios=r), mu1_squared / r["d_k"], sigma2)
     heads, residual = int(config.heads), config.residual is not None
     # the residual stream X + alpha Y: alpha taken into the Hermite data (docs/equations.md §2.11)
     scale = float(config.residual) ** 2 if residual else 1.0
@@ -140,7 +143,10 @@ def causal_report(config: Config, grid: np.ndarray | None = None, law: Distribut
         "statement": config.statement,
         "coefficients": {"c0": str(coefficients.c0), "mu1": str(coefficients.mu1), "sigma2": str(coefficients.sigma2)},
         **_description(model, config),
-        "left_out": "the uniform causal part c_0 C V W_O, C_ij = 1/i on j <= i (its effect fades with n, docs/extensions.md §8.6)",
+        "left_out": ("the uniform causal part c_0 C V W_O, C_ij = 1/i on j <= i (its effect fades with n, docs/extensions.md §8.6)"
+                     if config.target_rule.output_side else
+                     "nothing: row normalisation has c_0 = 1, so the equivalent's uniform part c_0 C is the causal average C "
+                     "that the target subtracts" if coefficients.c0 == 1 else f"the uniform part (c_0 - 1) C, c_0 = {coefficients.c0}"),
         "nodes": law.nodes,
         "level": law.level,
         "error": law.error,
@@ -170,6 +176,14 @@ def _value_rule(config: Config) -> str:
 
 def _description(model: ProfiledModel | MaskedScoresModel, config: Config) -> dict[str, str]:
     """The model and its equation in words, for :func:`causal_report`."""
+    if isinstance(model, MaskedScoresModel) and not config.target_rule.output_side:
+        return {"model": "rows given the tokens: independent Gaussian rows of sqrt(n) (A - C) over the key positions, of "
+                         "covariance C_t / n, C_t = t^-2 P_t [mu_1^2 / r_k X W_K W_Q^T W_Q W_K^T X^T + sigma^2] P_t (masked "
+                         "scores with fresh queries)",
+                "profile": "the keys u <= t of query position t: the masks P_t at the nodes of the rule",
+                "equation": "the two-point Dyson equation with its resolvent on the key positions: R = (sum_k phi_k C_k - w)^-1, "
+                            "phi_k = omega_k / (1 + (1/n) tr(C_k R)), m = -tau(R) the average over the key positions "
+                            "(docs/equations.md §2.11, the attention matrix)"}
     if isinstance(model, MaskedScoresModel):
         shared = [name for names in config.shared().values() for name in names]
         sharing = ("" if not shared else f"; {', '.join(shared)} shared by groups of heads: " + (

@@ -198,6 +198,8 @@ class Config:
         """What the law is the law of, in words (docs/model.md §1.1, docs/extensions.md §8.1, §8.4)."""
         if self.residual is not None:
             return "eigenvalues of R^T P R / n, R = X + alpha sqrt(n) Y, P = I - 11^T/n"
+        if self.mask_rule.causal and not self.target_rule.output_side:
+            return "eigenvalues of n (A - C)^T (A - C), C_ij = 1/i on j <= i (the causal average)"
         return self.target_rule.spectral_object
 
     @property
@@ -385,5 +387,6 @@ class Config:
             parts = [p for p in parts if not p.startswith(("d_v=", "d_out="))]
         if self.residual is not None:
             parts.append(f"residual stream R = X + alpha sqrt(n) Y with alpha={self.residual}")
-        parts += [self.target_rule.summary, self.token_rule.summary(self), self.mask_rule.summary]
+        target = self.target_rule.summary.replace("(A - J)", "(A - C)") if self.mask_rule.causal else self.target_rule.summary
+        parts += [target, self.token_rule.summary(self), self.mask_rule.summary]
         return "; ".join(part for part in parts if part)

@@ -164,13 +164,15 @@ def _check_attention(config: Any) -> None:
 
 
 def _check_causal(config: Any) -> None:
-    """Row normalisation over the i keys of query i, and the output target: the causal attention matrix n (A - C), C
-    the causal average, is not built (neither drawn nor solved: its Gram matrix lives on the key positions, where
-    the two-point equation's blocks are functions of the key position, docs/equations.md §2.11)."""
-    if config.target != "output" or config.normalisation != "row":
-        raise ValueError("mask: a causal layer normalises row i over its i keys; it needs target = 'output' and "
-                         "normalisation = 'row' (the causal attention matrix n (A - C), C the causal average, is "
-                         "neither drawn nor solved)")
+    """Row normalisation over the i keys of query i; the causal attention matrix sqrt(n) (A - C), C the causal average,
+    for Gaussian tokens without a covariance (docs/equations.md §2.11, the attention matrix)."""
+    if config.normalisation != "row":
+        raise ValueError("mask: a causal layer normalises row i over its i keys; it needs normalisation = 'row'")
+    if config.target == "attention" and config.tokens != "gaussian":
+        raise ValueError(f"tokens: the causal attention matrix is derived for Gaussian tokens without a covariance, got "
+                         f"tokens = {config.tokens!r} (prefixes of orthonormal tokens are blocks of a Haar projection, no "
+                         "polynomial in Gaussian matrices; the pencil that splits d by a covariance is written for the "
+                         "output only; docs/equations.md §2.11)")
 
 
 def _covariance_summary(config: Any) -> str:

@@ -38,6 +38,7 @@ def _presets() -> dict[str, Config]:
         "causal-mha": mha | dict(mask="causal"),
         "causal-mqa": mha | dict(share_k="all", share_v="all", mask="causal"),
         "causal-gqa": dict(heads=8, d_k="1/8", d_v="1/8", share_k={"groups": 4}, share_v={"groups": 4}, mask="causal"),
+        "causal-attention-matrix": dict(target="attention", mask="causal"),
     }
     return {name: Config(name=name, **spec) for name, spec in specs.items()}
 

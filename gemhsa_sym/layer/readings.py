@@ -235,6 +235,10 @@ class AttentionLayer:
                              f"{', '.join(self.readings)}")
         if model == "softmax" and not self.config.target_rule.output_side:
             return self._attention_matrix(weights, X)
+        if self.config.mask_rule.causal and not self.config.target_rule.output_side:
+            if rng is None:
+                raise ValueError("rng: the Gaussian-equivalent model draws noise Z; pass a numpy Generator")
+            return self._causal_attention_equivalent(weights, X, rng, uniform=model == "ge")
         if model == "softmax":
             Y = self._softmax(weights, X)
             return Y if self.config.residual is None else X / np.sqrt(len(X)) + float(self.config.residual) * Y
@@ -249,17 +253,35 @@ class AttentionLayer:
         return Y
 
     def _attention_matrix(self, weights: Weights, X: np.ndarray) -> np.ndarray:
-        """sqrt(n) (A - J) of the real layer's one head (docs/extensions.md §8.1)."""
-        n, score = len(X), get_score(self.config.score)
+        """sqrt(n) (A - J) of the real layer's one head (docs/extensions.md §8.1); with a causal mask sqrt(n) (A - C), C
+        the causal average (row i: 1/i on j <= i)."""
+        n, score, causal = len(X), get_score(self.config.score), self.config.mask_rule.causal
         s = (X @ weights.query.head(0)) @ (X @ weights.key.head(0)).T
         s *= float(self.config.beta) / weights.query.matrices[0].shape[1] ** 0.5
+        if causal:
+            s[np.triu_indices(n, 1)] = -np.inf
         if score.shift_invariant:
             s -= s.max(axis=1, keepdims=True)
-        f = score.numeric(s)
+        f = score.numeric(s) if not causal else np.tril(score.numeric(np.tril(s)))
         f /= f.sum(axis=1, keepdims=True)
-        f -= 1.0 / n
+        f -= np.tril(1.0 / np.arange(1, n + 1)[:, None] * np.ones((1, n))) if causal else 1.0 / n
         f *= np.sqrt(n)
         return f
+
+    def _causal_attention_equivalent(self, weights: Weights, X: np.ndarray, rng: np.random.Generator,
+                                     uniform: bool) -> np.ndarray:
+        """sqrt(n) (A - C) of the causal equivalent (docs/equations.md §2.11): A_ij = (c_0 + mu_1 S_ij + sigma Z_ij) / i on
+        j <= i, S = Q K^T / sqrt(d_k) the unscaled scores, Z n x n N(0, 1) from ``rng``; without c_0 where not ``uniform``
+        (with row normalisation c_0 = 1, so that both readings subtract C exactly)."""
+        n = len(X)
+        c0, mu1, sigma = ge_coefficients(self.config)
+        a = (X @ weights.query.head(0)) @ (X @ weights.key.head(0)).T
+        a *= mu1 / weights.query.matrices[0].shape[1] ** 0.5
+        a += sigma * rng.standard_normal((n, n))
+        a += (c0 - 1.0) if uniform else 0.0
+        a = np.tril(a)
+        a *= np.sqrt(n) / np.arange(1, n + 1)[:, None]
+        return a
 
     def _softmax(self, weights: Weights, X: np.ndarray) -> np.ndarray:
         config = self.config

@@ -52,8 +52,8 @@ def statement(config: Any) -> str:
     widths = f"n tokens, d = {ratio_text(config.d)}, d_k = {ratio_text(config.d_k)}"
     weights = "W_Q^h, W_K^h: d x d_k with N(0, 1/d) entries"
     if not config.target_rule.output_side:
-        return (f"the eigenvalues of n (A - J)^T (A - J), J = 11^T/n, for one head: {_attention(config)}; {_tokens(config)}; "
-                f"{weights}; {widths}")
+        centre = "C)^T (A - C), C_ij = 1/i on j <= i (the causal average)" if config.mask_rule.causal else "J)^T (A - J), J = 11^T/n"
+        return f"the eigenvalues of n (A - {centre}, for one head: {_attention(config)}; {_tokens(config)}; {weights}; {widths}"
     value, output = VALUE_RULES[config.kv], OUTPUT_RULES[config.output]
     values = "V^h = X W_V^h, W_V^h: d x d_v with N(0, 1/d) entries" if not value.summary else f"V^h = X W_V^h with {value.summary}"
     outputs = ("W_O^h the h-th block of d_v rows of W_O: H d_v x d_out, N(0, 1/(H d_v)) entries" if not output.summary
@@ -86,7 +86,9 @@ def statement_latex(config: Any) -> str:
     weights = r"$W_Q^{h}, W_K^{h} \in \mathbb{R}^{d \times d_k}$ have $N(0, 1/d)$ entries"
     widths = [("d", config.d), ("d_k", config.d_k)]
     if not config.target_rule.output_side:
-        obj = r"the eigenvalues of $n (A - J)^{T} (A - J)$, $J = \mathbf{1}\mathbf{1}^{T}/n$, for one head"
+        obj = (r"the eigenvalues of $n (A - C)^{T} (A - C)$, $C_{ij} = 1/i$ on $j \le i$ (the causal average), for one head"
+               if config.mask_rule.causal else
+               r"the eigenvalues of $n (A - J)^{T} (A - J)$, $J = \mathbf{1}\mathbf{1}^{T}/n$, for one head")
         parts = [scores + ", " + attention, tokens, weights]
     else:
         value, output = VALUE_RULES[config.kv], OUTPUT_RULES[config.output]
@@ -124,7 +126,7 @@ def summary_latex(config: Any) -> str:
     parts.append(rf"$\beta = {config.beta}$, {config.score}, {norm}")
     if config.residual is not None:
         parts.append(rf"residual stream $R = X + \alpha \sqrt{{n}}\, Y$ with $\alpha = {config.residual}$")
-    parts.append(_TARGETS.get(config.target, ""))
+    parts.append(_TARGETS.get(config.target, "").replace("(A - J)", "(A - C)") if config.mask_rule.causal else _TARGETS.get(config.target, ""))
     if config.token_rule.projected:
         parts.append("orthonormal tokens")
     elif config.token_covariance is not None:

@@ -22,7 +22,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-__all__ = ["WEIGHTS", "Occurrence", "MaskedPencil", "heads_pencil", "weightless_pencil"]
+__all__ = ["WEIGHTS", "Occurrence", "MaskedPencil", "attention_pencil", "heads_pencil", "weightless_pencil"]
 
 #: The weights an occurrence or a link may carry, of its node: 1, psi_k (the masked scores), chi_k (the noise),
 #: phi_k and the score factor g_k = mu_1 / (t_k sqrt(r_k)) (the residual stream's cross term).
@@ -32,7 +32,7 @@ WEIGHTS: tuple[str, ...] = ("one", "psi", "chi", "phi", "root")
 @dataclass(frozen=True)
 class Occurrence:
     """A Gaussian (or its transpose) in equation ``row`` acting on variable ``col``, times ``weight`` of node
-    ``node`` and the constant ``scale``; ``masked`` multiplies by P_node on the key side."""
+    ``node`` and the constant ``scale``; ``masked`` multiplies by P_node on the key side (which it reads or writes)."""
 
     gaussian: str
     transposed: bool
@@ -56,7 +56,9 @@ class MaskedPencil:
     side, variance scale s: entries N(0, s / N)), the occurrences, the side ratios (size / n), the
     output variable r, the pairs (b, b') whose tau, each times the ratio of its side, sum to phi_k (1/n) tr(C_k R)
     at node k (:attr:`delta`, one tuple per node), the links (row, column, value) of Lambda off its diagonal, and
-    the ``weighted`` links (row, column, value, weight, node) of Lambda whose value is times a node's weight. A pencil of ``exchangeable`` H >= 2 heads may be written for two of them: ``labels``
+    the ``weighted`` links (row, column, value, weight, node) of Lambda whose value is times a node's weight (on the key
+    side a link keeps the intervals up to its node, as a masked occurrence does). The output and the pairs may lie on the
+    key side (the causal attention matrix, :func:`attention_pencil`): tau there averages the key positions. A pencil of ``exchangeable`` H >= 2 heads may be written for two of them: ``labels``
     then names the head (0 or 1) and the template of every variable and Gaussian of a head, and the equation
     counts every orbit of heads once (docs/solving.md §3.14)."""
 
@@ -86,11 +88,10 @@ class MaskedPencil:
             want = (cols, rows) if o.transposed else (rows, cols)
             if (self.side_of(o.row), self.side_of(o.col)) != want:
                 raise ValueError(f"occurrences: {o.gaussian} in row {o.row}, column {o.col} does not fit its sides")
-            if o.masked and self.side_of(o.col) != "n":
-                raise ValueError(f"occurrences: {o.gaussian} in row {o.row} is masked but does not read the key side")
-        if self.output not in known or any({b, c} - known or self.side_of(b) != self.side_of(c) or self.side_of(b) == "n"
-                                           for pairs in self.delta for b, c in pairs):
-            raise ValueError("delta: the pairs of every node must lie on one side each, off the key side")
+            if o.masked and "n" not in (self.side_of(o.col), self.side_of(o.row)):
+                raise ValueError(f"occurrences: {o.gaussian} in row {o.row} is masked but neither reads nor writes the key side")
+        if self.output not in known or any({b, c} - known or self.side_of(b) != self.side_of(c) for pairs in self.delta for b, c in pairs):
+            raise ValueError("delta: the pairs of every node must lie on one side each")
         for row, col, _, weight, node in self.weighted:
             if {row, col} - known or self.side_of(row) != self.side_of(col) or weight not in WEIGHTS or not 0 <= node < self.nodes:
                 raise ValueError(f"weighted: the link ({row}, {col}) joins unknown variables or two sides, or names an "
@@ -148,6 +149,31 @@ def weightless_pencil(nodes: int, gamma: float) -> MaskedPencil:
     return MaskedPencil((("d", d), ("n", ("p", *(f"q{k}" for k in K))),), (("X", ("n", "d", 1.0)),), tuple(occ),
                         (("d", gamma), ("n", 1.0)), "r", tuple(((f"b{k}", "b"),) for k in K),
                         (("r", "b", 1.0), *(("b", f"b{k}", 1.0) for k in K)))
+
+
+def attention_pencil(nodes: int, ratios: dict[str, float]) -> MaskedPencil:
+    """The pencil of H = sum_k phi_k C_k on the key side for the causal attention matrix of one head (docs/equations.md
+    §2.11, the attention matrix): row t of sqrt(n) (A - C) is Gaussian given the keys (the query fresh) with covariance C_t / n,
+    C_t = t^-2 P_t [mu_1^2 / r_k X W_K W_Q^T W_Q W_K^T X^T + sigma^2] P_t. ``ratios`` of the sides "d" and "d_k" to n.
+
+    Variables, per node k: y_k = X^T P_k r, f_k = W_K^T y_k, a_k = W_Q f_k, e_k = W_Q^T a_k, o_k = W_K e_k,
+    b_k = psi_k P_k X o_k + chi_k P_k r (the occurrence of X masked on the key side it writes, the link masked by its
+    node), b = sum_k b_k, and in row r: b - w r; tr(C_k R) phi_k / n is tau of the block (b_k, b)."""
+    if nodes < 1:
+        raise ValueError("nodes: at least one")
+    K = range(nodes)
+    occ: list[Occurrence] = []
+    for k in K:
+        occ += [Occurrence("X", True, f"y{k}", "r", node=k, masked=True), Occurrence("W_K", True, f"f{k}", f"y{k}"),
+                Occurrence("W_Q", False, f"a{k}", f"f{k}"), Occurrence("W_Q", True, f"e{k}", f"a{k}"),
+                Occurrence("W_K", False, f"o{k}", f"e{k}"), Occurrence("X", False, f"b{k}", f"o{k}", "psi", k, True)]
+    sides = (("d", tuple(f"{m}{k}" for k in K for m in ("y", "a", "o"))), ("d_k", tuple(f"{m}{k}" for k in K for m in ("f", "e"))),
+             ("n", ("r", "b", *(f"b{k}" for k in K))))
+    gaussians = (("X", ("n", "d", 1.0)), ("W_Q", ("d", "d_k", 1 / ratios["d"])), ("W_K", ("d", "d_k", 1 / ratios["d"])))
+    links = (("r", "b", 1.0), *(("b", f"b{k}", 1.0) for k in K))
+    weighted = tuple((f"b{k}", "r", 1.0, "chi", k) for k in K)
+    return MaskedPencil(sides, gaussians, tuple(occ), (("d", ratios["d"]), ("d_k", ratios["d_k"]), ("n", 1.0)), "r",
+                        tuple(((f"b{k}", "b"),) for k in K), links, weighted=weighted)
 
 
 def heads_pencil(nodes: int, heads: int, ratios: dict[str, float], reduced: bool = True,

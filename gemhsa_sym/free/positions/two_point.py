@@ -7,7 +7,8 @@ independent rows, at the nodes t_k, weights omega_k, of a graded Gauss-Legendre 
 phi_k: the Dyson equation G = (Lambda - eta(G))^-1 of the pencil of :mod:`.masked_pencil`, side by
 side, a key-side block being constant on the intervals (t_{j-1}, t_j] between nodes (only the masks
 depend on the key position there), so that a pairing over the key side is an exact sum over the
-intervals under both masks.
+intervals under both masks. The output may lie on the key side (the causal attention matrix, §2.11): m
+then averages R over the key positions, the keys past the last node an interval of their own.
 
 :class:`TwoPointSystem` holds the equation at one rule as a map of the values that the pairings read
 (:meth:`TwoPointSystem.step`); :mod:`.two_point_solver` iterates it.
@@ -119,22 +120,41 @@ class TwoPointSystem:
                 flat, at = (np.concatenate(v) for v in zip(*parts))
                 scatter = sparse.csr_matrix((np.ones(flat.size), (flat, at)), (self.size[side] ** 2, offset))
                 self._scatters[side] = [block.into @ scatter for block in self.blocks[side]]
-        self._key = self._key_blocks(np.array(key_writes, dtype=int).reshape(-1, 4), np.array(key_reads, dtype=int).reshape(-1, 3))
+        out = pencil.side_of(pencil.output)
+        self._output, self._keyed = out, out == "n"
+        # the key side's own entries, read and written by its chain beside the pairings': the weighted links there (each
+        # kept up to its node, at value indices after the pairings'), and where the output lies there its tau and delta's
+        # pairs there (docs/solving.md §3.13); with the output there, the keys past the last node, which no query node sees,
+        # are one more interval
+        links = [(self.index["n"][row], self.index["n"][col], value, WEIGHTS.index(weight), node)
+                 for row, col, value, weight, node in pencil.weighted if side_of[row] == "n"]
+        key_writes += [(offset + i, row, col, node) for i, (row, col, _, _, node) in enumerate(links)]
+        # (value, weight kind, node) of each
+        self._links = (np.array([link[2] for link in links], dtype=float), np.array([link[3] for link in links], dtype=int),
+                       np.array([link[4] for link in links], dtype=int))
+        last = K if self._keyed else K - 1
+        extra = [(self.index["n"][pencil.output],) * 2 + (last,)] if self._keyed else []
+        keyed = [(k, x, y) for k, pairs in enumerate(pencil.delta) for x, y in pairs if side_of[x] == "n"]
+        self._key_delta = (None if not keyed else sparse.csr_matrix(
+            ([float(multiplicity((), (label(x), label(y)), heads)) for _, x, y in keyed],
+             ([k for k, _, _ in keyed], len(extra) + np.arange(len(keyed)))), (K, len(extra) + len(keyed))))
+        extra += [(self.index["n"][x], self.index["n"][y], k) for k, x, y in keyed]
+        self._key_extra = len(extra)
+        self._key = self._key_blocks(np.array(key_writes, dtype=int).reshape(-1, 4),
+                                     np.array(key_reads + extra, dtype=int).reshape(-1, 3))
         kind_a, node_a, kind_b, node_b, factor = np.concatenate(coefficients, axis=1)
         self._pairing = (kind_a.astype(int), node_a.astype(int), kind_b.astype(int), node_b.astype(int), factor)
         # (1/n) tr(C_k R) phi_k: the pairs' tau, each times the ratio of its side
         self._delta: dict[str, list[sparse.csr_matrix]] = {}
-        for side in dict.fromkeys(pencil.side_of(x) for pairs in pencil.delta for x, _ in pairs):
+        for side in dict.fromkeys(pencil.side_of(x) for pairs in pencil.delta for x, _ in pairs if pencil.side_of(x) != "n"):
             at, f = self.index[side], self.size[side]
             entries = [(k, at[x] * f + at[y], multiplicity((), (label(x), label(y)), heads) * ratios[side])
                        for k, pairs in enumerate(pencil.delta) for x, y in pairs if side_of[x] == side]
             k, flat, count = (np.array(v) for v in zip(*entries))
             trace = sparse.csr_matrix((count.astype(float), (k, flat)), (K, f * f))
             self._delta[side] = [trace @ block.back for block in self.blocks[side]]
-        out = pencil.side_of(pencil.output)
         o = self.index[out][pencil.output] * (self.size[out] + 1)
-        self._output = out
-        self._m = [block.back[o] for block in self.blocks[out]]
+        self._m = [] if self._keyed else [block.back[o] for block in self.blocks[out]]
         self._lambda = {side: [self._lambda_parts(side, block) for block in self.blocks[side]] for side in self.sides}
         self._weighted = {side: [self._weighted_part(side, block) for block in self.blocks[side]] for side in self.sides}
         self._inverses = {side: [PatternInverse(*self._pattern(side, index)) for index in range(len(self.blocks[side]))]
@@ -145,7 +165,7 @@ class TwoPointSystem:
         the matrix that combines its reads into the pairings' (reads, block reads)."""
         if "n" not in self.sides or not (writes.size or reads.size):
             return []
-        s, lengths = self.size["n"], np.diff(np.r_[0.0, self.t])
+        s, lengths = self.size["n"], np.diff(np.r_[0.0, self.t, [1.0] if self._keyed else []])
         chains = []
         for block in self.blocks["n"]:
             taken = block.into.tocsc()[:, writes[:, 1] * s + writes[:, 2]].tocoo()  # (block entry, write)
@@ -160,7 +180,7 @@ class TwoPointSystem:
                                                                     for r, e in zip(picked.row, picked.col)])),
                                         (len(reads), len(wanted)))
             block_reads = np.column_stack([wanted[:, 0] // block.size, wanted[:, 0] % block.size, wanted[:, 1]])
-            chain = KeySide(block.size, lengths, rows, block_reads, self.reads, taken.data)
+            chain = KeySide(block.size, lengths, rows, block_reads, self.reads + self._links[0].size, taken.data)
             chains.append((chain, combine))
         return chains
 
@@ -183,7 +203,7 @@ class TwoPointSystem:
         K, heads, label = self.t.size, self.pencil.exchangeable, self.pencil.label
         entries = [(self.index[side][row] * self.size[side] + self.index[side][col], WEIGHTS.index(weight) * K + node, value)
                    for row, col, value, weight, node in self.pencil.weighted
-                   if self.pencil.side_of(row) == side and multiplicity((label(row), label(col)), (), heads)]
+                   if self.pencil.side_of(row) == side != "n" and multiplicity((label(row), label(col)), (), heads)]
         if not entries:
             return None
         flat, column, value = (np.array(v) for v in zip(*entries))
@@ -231,19 +251,24 @@ class TwoPointSystem:
         delta = np.zeros((w.size, self.t.size), dtype=complex)
         lam = self._with_weighted(self.lambdas(w), self.weights(delta))
         G = {side: [np.linalg.inv(block) for block in blocks] for side, blocks in lam.items() if side != "n"}
-        return TwoPointState(self._gather(G, lam.get("n", []), np.zeros((self.reads, w.size), dtype=complex)), delta)
+        values = np.zeros((self.reads + self._links[0].size, w.size), dtype=complex)
+        return TwoPointState(self._gather(G, lam.get("n", []), values)[0], delta)
 
-    def _gather(self, G: dict[str, list[np.ndarray]], key: list[np.ndarray], values: np.ndarray) -> np.ndarray:
-        """The read values: gathered from the blocks' inverses G, and on the key side from the blocks of Lambda
-        there (``key``) and the pairing values."""
+    def _gather(self, G: dict[str, list[np.ndarray]], key: list[np.ndarray], values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The read values and the key side's own reads (its output's tau, then delta's pairs there): gathered from
+        the blocks' inverses G, and on the key side from the blocks of Lambda there (``key``) and the values its chain
+        writes (the pairings', then the links')."""
         points = values.shape[1]
-        parts = []
+        parts, extra = [], np.zeros((points, 0), dtype=complex)
+        if self._key:
+            read = sum((combine @ chain(lam, values).T).T for (chain, combine), lam in zip(self._key, key))
+            extra = read[:, read.shape[1] - self._key_extra:]
         for side, gathers in self._gathers:
             if side == "n":
-                parts.append(sum((combine @ chain(lam, values).T).T for (chain, combine), lam in zip(self._key, key)))
+                parts.append(read[:, :read.shape[1] - self._key_extra])
             else:
                 parts.append(sum((gather @ g.reshape(points, -1).T).T for gather, g in zip(gathers, G[side])))
-        return np.concatenate(parts, axis=1)
+        return np.concatenate(parts, axis=1), extra
 
     def values(self, state: TwoPointState, weight: np.ndarray | None = None) -> np.ndarray:
         """Every pairing's value (pairings, points): the block entry it read times both weights (``weight``, from
@@ -275,6 +300,12 @@ class TwoPointSystem:
         G = self.resolvents(lam, values)
         points = values.shape[1]
         phi = self.omega / (1 + state.delta)
+        value, kind, node = self._links
+        links = -(weight[:, kind, node] * value).T  # written like pairings, which Lambda - eta subtracts
+        read, extra = self._gather(G, lam.get("n", []), np.concatenate([values, links]))
         trace = sum((d @ g.reshape(points, -1).T).T for side, parts in self._delta.items() for d, g in zip(parts, G[side]))
-        m = -sum(g.reshape(points, -1) @ row.toarray()[0] for row, g in zip(self._m, G[self._output]))
-        return TwoPointState(self._gather(G, lam.get("n", []), values), trace / phi), m
+        if self._key_delta is not None:
+            trace = trace + (self._key_delta @ extra.T).T
+        m = (-extra[:, 0] if self._keyed else
+             -sum(g.reshape(points, -1) @ row.toarray()[0] for row, g in zip(self._m, G[self._output])))
+        return TwoPointState(read, trace / phi), m

@@ -139,7 +139,7 @@ def solve(system: TwoPointSystem, w: np.ndarray, tol: float = 1e-9,
     for level, height in enumerate(float(DESCENT) ** -np.arange(0, depth + 1)):
         at = w.real + 1j * np.maximum(w.imag, height * np.abs(w))
         if level == 0:
-            begin = system.start(w)
+            begin = system.start(at)
             state, m, steps = _converge(system, at, begin.read, begin.delta, tol, at == w, finished)
             total += steps
             bad = np.flatnonzero(_unphysical(m))
