@@ -65,6 +65,19 @@ def test_square_score_law_against_monte_carlo(model: str, law: ProfiledValues) -
     assert np.max(np.abs(np.array([np.mean(1 / (w - bidirectional)) for w in POINTS]) - law.m)) > 0.05
 
 
+@pytest.mark.parametrize(("model", "within"), [("ge", 0.002), ("softmax", 0.02)])
+def test_square_score_attention_matrix_is_the_profiled_noise(model: str, within: float) -> None:
+    """The causal attention matrix sqrt(n) (A - C) of the square score (mu_1 = 0, c_0 = 1): its equivalent is the noise
+    sqrt(2) Z with the profile 1{u <= t} / t^2 (docs/equations.md §2.11); m(w) against two draws at n = 1000 (measured:
+    0.0006 for the equivalent, 0.0118 for the real layer, 0.0043 at n = 2000)."""
+    config = Config(mask="causal", score="square", target="attention")
+    model_of_law = causal_model(config)
+    assert str(model_of_law.polynomial) == "sqrt(2)*Z"
+    m = stieltjes(model_of_law, POINTS, tol=1e-4).m
+    eigenvalues = sample(config, 1000, draws=2, seed=0, model=model, progress=False).pooled
+    assert np.max(np.abs(np.array([np.mean(1 / (w - eigenvalues)) for w in POINTS]) - m)) < within
+
+
 def test_derive_refuses_a_causal_layer_without_a_law_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["derive", "single-head", "--set", "mask=causal", "--set", "tokens=orthonormal"]) == 2
     err = capsys.readouterr().err.strip()
