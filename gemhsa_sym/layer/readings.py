@@ -273,14 +273,22 @@ class AttentionLayer:
         """sqrt(n) (A - C) of the causal equivalent (docs/equations.md §2.11): A_ij = (c_0 + mu_1 S_ij + sigma Z_ij) / i on
         j <= i, S = Q K^T / sqrt(d_k) the unscaled scores, Z n x n N(0, 1) from ``rng``; without c_0 where not ``uniform``
         (with row normalisation c_0 = 1, so that both readings subtract C exactly)."""
+        c0 = ge_coefficients(self.config)[0]
+        return np.sqrt(len(X)) * self._causal_head(weights, X, 0, rng, c0 - 1.0 if uniform else 0.0)
+
+    def _causal_head(self, weights: Weights, X: np.ndarray, h: int, rng: np.random.Generator, uniform: float) -> np.ndarray:
+        """Head h's causal equivalent A^h_ij = (``uniform`` + mu_1 S_ij + sigma Z_ij) / i for j <= i and 0 above the
+        diagonal, S = Q^h K^hT / sqrt(d_k) the unscaled scores of these tokens and weights, Z n x n N(0, 1) drawn from
+        ``rng`` (docs/extensions.md §8.6)."""
         n = len(X)
-        c0, mu1, sigma = ge_coefficients(self.config)
-        a = (X @ weights.query.head(0)) @ (X @ weights.key.head(0)).T
+        _, mu1, sigma = ge_coefficients(self.config)
+        a = (X @ weights.query.head(h)) @ (X @ weights.key.head(h)).T
         a *= mu1 / weights.query.matrices[0].shape[1] ** 0.5
         a += sigma * rng.standard_normal((n, n))
-        a += (c0 - 1.0) if uniform else 0.0
+        if uniform:
+            a += uniform
         a = np.tril(a)
-        a *= np.sqrt(n) / np.arange(1, n + 1)[:, None]
+        a /= np.arange(1, n + 1, dtype=float)[:, None]
         return a
 
     def _softmax(self, weights: Weights, X: np.ndarray) -> np.ndarray:
@@ -348,19 +356,10 @@ class AttentionLayer:
         A^h_ij = (c_0 + mu_1 S_ij + sigma Z^h_ij) / i for j <= i and 0 above the diagonal, S = Q^h K^hT / sqrt(d_k)
         the unscaled scores of these tokens and weights, Z^h n x n N(0, 1) drawn from ``rng`` in head order; without
         c_0 where not ``uniform``."""
-        n = len(X)
-        c0, mu1, sigma = ge_coefficients(self.config)
-        rows = np.arange(1, n + 1, dtype=float)[:, None]
-        Y = np.zeros((n, weights.output[0].shape[1]))
+        c0 = ge_coefficients(self.config)[0] if uniform else 0.0
+        Y = np.zeros((len(X), weights.output[0].shape[1]))
         for h, w_o in enumerate(weights.output):
-            a = (X @ weights.query.head(h)) @ (X @ weights.key.head(h)).T
-            a *= mu1 / weights.query.matrices[0].shape[1] ** 0.5
-            a += sigma * rng.standard_normal((n, n))
-            if uniform:
-                a += c0
-            a = np.tril(a)
-            a /= rows
-            Y += a @ (X @ weights.value.head(h)) @ w_o
+            Y += self._causal_head(weights, X, h, rng, c0) @ (X @ weights.value.head(h)) @ w_o
         return Y
 
     def _equivalent(self, weights: Weights, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
