@@ -76,7 +76,8 @@ def causal_latex(config: Config) -> dict[str, list[str]]:
                           + " + " + sp.latex(sigma**2) + r"\Bigr)" + sp.latex(Pn) + r",\quad " + sp.latex(Wn) + " = "
                           + sp.latex(WK * WQ.T * WQ * WK.T))
             u = sp.Symbol("u", positive=True)
-            product = r",\quad \tau(R) = " + sp.latex(sp.Integral(sp.Function("R")(u, u), (u, 0, 1)))
+            keys = (sp.latex(P) + r" = \operatorname{diag}\bigl(\mathbf{1}\{u \le t\}\bigr),\quad \tau(R) = "
+                    + sp.latex(sp.Integral(sp.Function("R")(u, u), (u, 0, 1))))
         elif config.token_covariance is not None:  # queries of covariance Sigma, the coefficient of S0 mu_1 / s
             Sigma, scale = sp.MatrixSymbol(r"\Sigma", d, d), sp.Symbol("s", positive=True)
             covariance = (sp.latex(C) + " = " + sp.latex(1 / t**2) + r"\Bigl(" + sp.latex(mu1**2 / (scale**2 * r_k) * A.T * Sigma * A)
@@ -90,10 +91,10 @@ def causal_latex(config: Config) -> dict[str, list[str]]:
             M = sp.MatMul(alpha * mu1 / (t * sp.sqrt(r_k)), A)
             covariance = (sp.latex(C) + " = " + sp.latex((I + M).T * (I + M)) + " + " + sp.latex(alpha**2 * sigma**2 / t**2)
                           + total + sp.latex(V.T * B * V) + r",\quad " + sp.latex(sp.Eq(alpha, config.residual)))
-        keys = (sp.latex(P) + r" = \operatorname{diag}\bigl(\mathbf{1}\{u \le t\}\bigr)" + product if not config.target_rule.output_side
-                else sp.latex(A) + " = " + total + sp.latex(WQ * WK.T * B * V) + r",\quad " + sp.latex(sp.Eq(B, X.T * P * X))
-                + r",\quad " + sp.latex(sp.Eq(V, _values(config, WK, WV) * _outputs(config, WK, WO)))
-                + (r",\quad \rho = " + sp.latex(config.rho) if config.kv == "correlated" else ""))
+        if config.target_rule.output_side:
+            keys = (sp.latex(A) + " = " + total + sp.latex(WQ * WK.T * B * V) + r",\quad " + sp.latex(sp.Eq(B, X.T * P * X))
+                    + r",\quad " + sp.latex(sp.Eq(V, _values(config, WK, WV) * _outputs(config, WK, WO)))
+                    + (r",\quad \rho = " + sp.latex(config.rho) if config.kv == "correlated" else ""))
         equations = [
             covariance,
             keys,

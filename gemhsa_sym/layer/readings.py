@@ -255,14 +255,10 @@ class AttentionLayer:
     def _attention_matrix(self, weights: Weights, X: np.ndarray) -> np.ndarray:
         """sqrt(n) (A - J) of the real layer's one head (docs/extensions.md §8.1); with a causal mask sqrt(n) (A - C), C
         the causal average (row i: 1/i on j <= i)."""
-        n, score, causal = len(X), get_score(self.config.score), self.config.mask_rule.causal
+        n, causal = len(X), self.config.mask_rule.causal
         s = (X @ weights.query.head(0)) @ (X @ weights.key.head(0)).T
         s *= float(self.config.beta) / weights.query.matrices[0].shape[1] ** 0.5
-        if causal:
-            s[np.triu_indices(n, 1)] = -np.inf
-        if score.shift_invariant:
-            s -= s.max(axis=1, keepdims=True)
-        f = score.numeric(s) if not causal else np.tril(score.numeric(np.tril(s)))
+        f = self._score_weights(s)
         f /= f.sum(axis=1, keepdims=True)
         f -= np.tril(1.0 / np.arange(1, n + 1)[:, None] * np.ones((1, n))) if causal else 1.0 / n
         f *= np.sqrt(n)
@@ -291,9 +287,18 @@ class AttentionLayer:
         a /= np.arange(1, n + 1, dtype=float)[:, None]
         return a
 
+    def _score_weights(self, s: np.ndarray) -> np.ndarray:
+        """f(S) of the scores S (changed in place): a causal layer's masked above the diagonal before the row maximum and
+        the score function, then max-shifted by rows for a shift-invariant f under row normalisation."""
+        config, score = self.config, get_score(self.config.score)
+        if config.mask_rule.causal:  # query i sees the keys j <= i
+            s[np.triu_indices(len(s), 1)] = -np.inf
+        if config.normalisation == "row" and score.shift_invariant:
+            s -= s.max(axis=1, keepdims=True)
+        return score.numeric(s) if not config.mask_rule.causal else np.tril(score.numeric(np.tril(s)))
+
     def _softmax(self, weights: Weights, X: np.ndarray) -> np.ndarray:
         config = self.config
-        score = get_score(config.score)
         scale = float(config.beta) / weights.query.matrices[0].shape[1] ** 0.5
         queries = [X @ w for w in weights.query.matrices]
         for q in queries:
@@ -302,12 +307,7 @@ class AttentionLayer:
         values = keys if weights.value is weights.key else [X @ w for w in weights.value.matrices]
         Y = np.zeros((len(X), weights.output[0].shape[1]))
         for h, w_o in enumerate(weights.output):
-            s = queries[weights.query.group[h]] @ keys[weights.key.group[h]].T
-            if config.mask_rule.causal:  # query i sees the keys j <= i
-                s[np.triu_indices(len(s), 1)] = -np.inf
-            if config.normalisation == "row" and score.shift_invariant:
-                s -= s.max(axis=1, keepdims=True)
-            f = score.numeric(s) if not config.mask_rule.causal else np.tril(score.numeric(np.tril(s)))
+            f = self._score_weights(queries[weights.query.group[h]] @ keys[weights.key.group[h]].T)
             head = f @ values[weights.value.group[h]]
             head /= f.sum(axis=1, keepdims=True) if config.normalisation == "row" else len(f)
             Y += head @ w_o
