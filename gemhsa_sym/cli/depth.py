@@ -97,8 +97,10 @@ def _table(result: DepthResult, label: str, first: int) -> str:
     lines = [f"network  {label}: {result.network.summary()}", f"spectrum eigenvalues of out^T P out / n after each layer, P = I - 11^T/n; "
              f"{result.draws} draw(s) per n, seed {result.seed}"]
     for theory in result.theory[first - 1:]:
+        collapsed = ("mean of n times the eigenvalues (collapsed: " + ", ".join(
+            f"{theory['mean'] / n:.4g} at n = {n}" for n in result.n) + ") " if theory["collapse"] else "mean ")
         lines.append(f"theory   after layer {theory['layer']}: " + (
-            f"no law ({theory['reason']})" if theory["mean"] is None else f"mean {theory['mean']:.6g}, "
+            f"no law ({theory['reason']})" if theory["mean"] is None else f"{collapsed}{theory['mean']:.6g}, "
             + ("no upper edge (lognormal key weights)" if theory["top"] is None else f"top edge {theory['top']:.6g}")))
     quantiles = "/".join(f"q{q:g}" for q in QUANTILES)
     lines.append(f"{'layer':>5} {'n':>6} {'mean':>11} {'top':>11} {quantiles:>26} {'common':>9} {'centred':>9}")

@@ -18,11 +18,15 @@ other score (sigmoid, softplus) is integrated by mpmath quadrature at a
 numeric beta, verified at two working precisions, and marked inexact.
 Derivations run once per (score, normalisation, sign of beta) with a symbolic
 beta; numbers are substituted afterwards, and all results are cached.
+
+An MLP whose input carries a common vector gives each neuron a Gaussian bias b: its neurons are put in Gauss-Hermite
+levels of b, each with the data of phi(b + sqrt(v) g) (:func:`neuron_levels`, docs/extensions.md §8.7).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -30,12 +34,13 @@ from numbers import Real
 from typing import Any
 
 import mpmath
+import numpy as np
 import sympy as sp
 
 from gemhsa_sym.layer.scores import elementwise
 from gemhsa_sym.parse import to_number
 
-__all__ = ["HermiteData", "NORMALISATIONS", "hermite_data"]
+__all__ = ["HermiteData", "MLP_LEVELS", "NORMALISATIONS", "NeuronLevels", "hermite_data", "neuron_levels"]
 
 NORMALISATIONS = ("row", "none")
 
@@ -325,3 +330,68 @@ def _quadrature_at(
         mu1 = mean(lambda t, v: t * v / scale)
         sigma2 = mean(lambda t, v: (v / scale - c0 - mu1 * t) ** 2)
         return +c0, +mu1, +sigma2
+
+
+#: Gauss-Hermite levels of the neurons' bias where the MLP's input carries a common vector.
+MLP_LEVELS = 8
+_X = sp.Symbol("x", real=True)
+
+
+@dataclass(frozen=True)
+class NeuronLevels:
+    """The MLP's neurons in levels of their bias b ~ N(0, bias variance) (Gauss-Hermite nodes and weights, one level
+    without bias): per level its weight and the Hermite data (mu_0, mu_1 per unit of a standard Gaussian, mu_*^2) of
+    phi(b + sqrt(v) g); ``common`` = E_b mu_0(b)^2, the squared size per entry of the common vector mu_0(b)^T W_2."""
+
+    activation: str
+    variance: sp.Expr
+    bias_variance: sp.Expr
+    weights: tuple[sp.Expr, ...]
+    data: tuple[tuple[sp.Expr, sp.Expr, sp.Expr], ...]
+
+    @property
+    def common(self) -> sp.Expr:
+        """E_b mu_0(b)^2."""
+        return sum(w * mu0**2 for w, (mu0, _, _) in zip(self.weights, self.data))
+
+
+def neuron_levels(activation: str, variance: sp.Expr, bias_variance: sp.Expr, levels: int = MLP_LEVELS) -> NeuronLevels:
+    """:class:`NeuronLevels` of phi at input variance ``variance`` and bias variance ``bias_variance``: one exact level
+    (:func:`~gemhsa_sym.layer.hermite.hermite_data`) without bias, else ``levels`` Gauss-Hermite nodes, each by mpmath
+    quadrature at 30 digits. ``variance = 0`` is the limit of an input that vanishes against the bias (a collapsed
+    stream): per node (phi(b), phi'(b), 0), mu_1 then the slope per unit of the input; nodes of equal slope (relu's, the
+    identity's) are one level, whose mu_0 is the root mean square of their phi(b), so that ``common`` stays E phi(b)^2."""
+    if variance == 0:
+        nodes, weights = np.polynomial.hermite_e.hermegauss(levels)
+        phi = elementwise(activation).symbolic(_X)
+        merged: dict[sp.Expr, list[sp.Expr]] = {}
+        for share, node in zip(_shares(weights), nodes):
+            b = sp.Float(float(node), 30) * sp.sqrt(bias_variance)
+            level = merged.setdefault(sp.N(sp.diff(phi, _X).subs(_X, b), 30), [sp.Integer(0), sp.Integer(0)])
+            level[0], level[1] = level[0] + share, level[1] + share * sp.N(phi.subs(_X, b), 30) ** 2
+        return NeuronLevels(activation, variance, bias_variance, tuple(w for w, _ in merged.values()),
+                            tuple((sp.sqrt(square / w), slope, sp.Integer(0)) for slope, (w, square) in merged.items()))
+    if bias_variance == 0:
+        data = hermite_data(activation, sp.sqrt(variance), "none")
+        return NeuronLevels(activation, variance, bias_variance, (sp.Integer(1),), ((data.c0, data.mu1, data.sigma2),))
+    nodes, weights = np.polynomial.hermite_e.hermegauss(levels)
+    f = sp.lambdify(_X, elementwise(activation).symbolic(_X), modules="mpmath")
+    out = []
+    with mpmath.workdps(30):
+        sd, spread = mpmath.sqrt(mpmath.mpf(str(sp.N(variance, 40)))), mpmath.sqrt(mpmath.mpf(str(sp.N(bias_variance, 40))))
+        for node in nodes:
+            b = spread * mpmath.mpf(float(node))
+            split = [-mpmath.inf, -b / sd, mpmath.inf]  # where phi's argument crosses 0 (the kink of relu)
+
+            def mean(h: Callable[[mpmath.mpf, mpmath.mpf], mpmath.mpf], b: mpmath.mpf = b) -> mpmath.mpf:
+                return mpmath.quad(lambda g: h(g, f(b + sd * g)) * mpmath.npdf(g), split)
+
+            mu0, mu1 = mean(lambda g, v: v), mean(lambda g, v: g * v)
+            out.append(tuple(sp.Float(x, 30) for x in (mu0, mu1, mean(lambda g, v: v * v) - mu0**2 - mu1**2)))
+    return NeuronLevels(activation, variance, bias_variance, _shares(weights), tuple(out))
+
+
+def _shares(weights: np.ndarray) -> tuple[sp.Rational, ...]:
+    """Gauss-Hermite ``weights`` as exact rationals of 15 digits that sum to 1."""
+    shares = [sp.Rational(float(w / weights.sum())).limit_denominator(10**15) for w in weights[1:]]
+    return (1 - sum(shares), *shares)

@@ -45,7 +45,8 @@ class Network:
 
     Pre-norm: U = X + alpha sqrt(n) MHSA(N(X)), out = U + alpha_mlp phi(N(U) W1) W2; post-norm: U = N(X + alpha
     sqrt(n) MHSA(X)), out = N(U + alpha_mlp phi(U W1) W2); without ``d_ff`` the block has no MLP (out = U). The object
-    is the eigenvalues of out^T P out / n, P = I - 11^T/n, after layer ``read`` (the last by default). ``d_ff`` is a
+    is the eigenvalues of out^T P out / n, P = I - 11^T/n, after layer ``read`` (the last by default), times n where
+    the network collapses there (:attr:`collapse`). ``d_ff`` is a
     ratio to n, or an integer size where the layer was given in sizes.
     """
 
@@ -126,9 +127,22 @@ class Network:
         return (self.layers, self.norm, self.d_ff, self.attention, self.read) == (1, "none", None, "softmax", None)
 
     @property
+    def collapse(self) -> int:
+        """The power of n that multiplies the eigenvalues in the object: 1 after layer 2 of post-norm blocks with softmax
+        attention, whose centred output falls like n^-1/2 per entry against the common vector that fills the norm (the
+        collapse of docs/extensions.md §8.7), 0 otherwise."""
+        post = self.norm != "none" and self.norm_position == "post" and self.attention == "softmax"
+        return 1 if post and self.read_layer == 2 else 0
+
+    @property
+    def _eigenvalues(self) -> str:
+        """The object's first words: the eigenvalues, times n where the network collapses (:attr:`collapse`)."""
+        return "n times the eigenvalues" if self.collapse else "the eigenvalues"
+
+    @property
     def spectral_object(self) -> str:
         """What the law is the law of, in words."""
-        return f"eigenvalues of out^T P out / n after layer {self.read_layer}, P = I - 11^T/n"
+        return f"{self._eigenvalues.removeprefix('the ')} of out^T P out / n after layer {self.read_layer}, P = I - 11^T/n"
 
     @property
     def statement(self) -> str:
@@ -152,7 +166,7 @@ class Network:
                       f"{'' if self.layer.size_n is not None else ' n'}")
         _, of, layer = self.layer.statement.partition(", of Y = ")  # its spectral object (R^T P R / n) is not this one's
         layer = f"alpha = {self.layer.residual}, Y = {layer}" if of else self.layer.statement
-        parts = [f"the eigenvalues of out^T P out / n, P = I - 11^T/n, after layer {self.read_layer} of {self.layers} blocks, "
+        parts = [f"{self._eigenvalues} of out^T P out / n, P = I - 11^T/n, after layer {self.read_layer} of {self.layers} blocks, "
                  f"each with its own weights: {block}", attention, norm, f"the attention of every layer: {layer}"]
         return "; ".join(part for part in parts if part)
 
@@ -243,7 +257,8 @@ def network_statement_latex(network: Network) -> str:
     layer = statement_latex(network.layer)
     head, of, rest = layer.partition(", of $Y")
     layer = rf"$\alpha = {network.layer.residual}$, $Y" + rest if of else layer
-    parts = [r"the eigenvalues of $\mathrm{out}^{T} P\, \mathrm{out} / n$, $P = I - \mathbf{1}\mathbf{1}^{T}/n$, after layer "
+    eigenvalues = "$n$ times the eigenvalues" if network.collapse else "the eigenvalues"
+    parts = [eigenvalues + r" of $\mathrm{out}^{T} P\, \mathrm{out} / n$, $P = I - \mathbf{1}\mathbf{1}^{T}/n$, after layer "
              f"{network.read_layer} of {network.layers} blocks, each with its own weights: {block}", attention,
              NORMS_LATEX[network.norm], f"the attention of every layer: {layer}"]
     return "; ".join(part for part in parts if part)

@@ -11,8 +11,9 @@ polynomial (docs/extensions.md §8.4) and m_R the exact mean of its law:
   centred part has variance v = m_R / s^2 per entry, and c / s gives neuron k the bias b_k = c . w_1k / s ~
   N(0, kappa / s^2), independent of the centred part (c is one direction of W_1). phi(b_k + h) is
   mu_0k + (mu_1k / sqrt(v)) h + mu_*k z with the Hermite data of phi at the bias b_k and variance v, the neurons in
-  :data:`MLP_LEVELS` Gauss-Hermite levels of b (one exact level, :func:`~gemhsa_sym.layer.hermite.hermite_data`,
-  where kappa = 0); mu_0's common vector mu_0(b)^T W_2 is removed by the centring and counted by a post-norm.
+  :data:`~gemhsa_sym.layer.hermite.MLP_LEVELS` Gauss-Hermite levels of b (one exact level,
+  :func:`~gemhsa_sym.layer.hermite.hermite_data`, where kappa = 0); mu_0's common vector mu_0(b)^T W_2 is removed by
+  the centring and counted by a post-norm.
 
 With M = sum_k nu_1k W_1k W_2k (nu_1k = mu_1k / sqrt(v)) and E = sum_k mu_*k Z_1k W_2k: pre-norm out = R (I + alpha_mlp
 M / s_U) + alpha_mlp E, s_U^2 = m_R + kappa; without a norm the same with s = 1; post-norm U = R / s_1 (s_1^2 = m_R +
@@ -33,9 +34,12 @@ vector of its own: where kappa_1 = 0 (no MLP, or an odd activation) D = I, and l
 with its input's exact mean (the next layer would need the exact mean of a polynomial four times longer, which ran past
 ten minutes, so layer 3 is refused); after a ReLU or GELU MLP (kappa_1 != 0) the keys are weighted, the centred
 attention adds the key-weighted average of the values, kappa_2 = kappa_1 + alpha^2 (e^{tau^2} - 1) m / s^2, and layer 2's
-MLP acts at the mean m_2 of S_2 that the positional equation gives (a decimal). A causal mask
-(its rows do not concentrate), values or outputs built from the keys, post-norms after layer 1 (the sqrt(n) common
-vector fills the norm), and the cases the recursion does not reach are refused with the reason.
+MLP acts at the mean m_2 of S_2 that the positional equation gives (a decimal). After a post-norm block (out_1 of RMS 1:
+m = 1 - kappa_1) layer 2's uniform part adds a common vector of size alpha sqrt(n kappa_1) per entry, which fills the norm:
+the centred output is S_2 over that size, and the law is of n times the eigenvalues (``Network.collapse``), an MLP acting
+on it by its slopes at the common vector's bias (the collapse of docs/extensions.md §8.7). A causal mask (its rows do not
+concentrate), values or outputs built from the keys, post-norm stacks after layer 2, and the cases the recursion does
+not reach are refused with the reason.
 """
 
 from __future__ import annotations
@@ -44,8 +48,6 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import mpmath
-import numpy as np
 import sympy as sp
 from sympy.matrices.expressions import MatrixExpr
 
@@ -54,18 +56,17 @@ from gemhsa_sym.free.equations.series import moment_series
 from gemhsa_sym.free.expressions.matrices import NORMAL, Diagonal, Dim, Gaussian, diagonals_of
 from gemhsa_sym.free.positions.profiled_law import ProfiledModel, far_mean
 from gemhsa_sym.layer.equivalent import gaussian_equivalent, head_sum
-from gemhsa_sym.layer.hermite import hermite_data
+from gemhsa_sym.layer.hermite import MLP_LEVELS, NeuronLevels, hermite_data, neuron_levels
 from gemhsa_sym.layer.network import Network
-from gemhsa_sym.layer.scores import elementwise
 
-__all__ = ["COEFFICIENT_DIGITS", "MLP_LEVELS", "NetworkEquivalent", "NeuronLevels", "equivalent_of", "network_equivalent", "neuron_levels"]
+__all__ = ["COEFFICIENT_DIGITS", "COLLAPSED_LEVELS", "NetworkEquivalent", "equivalent_of", "network_equivalent"]
 
-#: Gauss-Hermite levels of the neurons' bias where the MLP's input carries a common vector.
-MLP_LEVELS = 8
+#: Gauss-Hermite nodes of the bias where an MLP acts on a collapsed stream by its slopes phi'(b), which no centred input
+#: smooths: 16 put E phi'(b)^2 within 2e-5 for GELU, 3e-3 for tanh (relu's and the identity's slopes are exact).
+COLLAPSED_LEVELS = 16
 #: Digits kept of a coefficient from quadrature: far below the levels' discretisation error (2e-8 in F with 8 levels),
 #: and short enough that a record's exact moments stay within the number grammar's 200 characters.
 COEFFICIENT_DIGITS = 15
-_X = sp.Symbol("x", real=True)
 
 
 @dataclass(frozen=True)
@@ -97,71 +98,30 @@ class NetworkEquivalent:
         return diagonals_of(self.polynomial)
 
 
-@dataclass(frozen=True)
-class NeuronLevels:
-    """The MLP's neurons in levels of their bias b ~ N(0, bias variance) (Gauss-Hermite nodes and weights, one level
-    without bias): per level its weight and the Hermite data (mu_0, mu_1 per unit of a standard Gaussian, mu_*^2) of
-    phi(b + sqrt(v) g); ``common`` = E_b mu_0(b)^2, the squared size per entry of the common vector mu_0(b)^T W_2."""
-
-    activation: str
-    variance: sp.Expr
-    bias_variance: sp.Expr
-    weights: tuple[sp.Expr, ...]
-    data: tuple[tuple[sp.Expr, sp.Expr, sp.Expr], ...]
-
-    @property
-    def common(self) -> sp.Expr:
-        """E_b mu_0(b)^2."""
-        return sum(w * mu0**2 for w, (mu0, _, _) in zip(self.weights, self.data))
-
-
-def neuron_levels(activation: str, variance: sp.Expr, bias_variance: sp.Expr, levels: int = MLP_LEVELS) -> NeuronLevels:
-    """:class:`NeuronLevels` of phi at input variance ``variance`` and bias variance ``bias_variance``: one exact level
-    (:func:`~gemhsa_sym.layer.hermite.hermite_data`) without bias, else ``levels`` Gauss-Hermite nodes, each by mpmath
-    quadrature at 30 digits."""
-    if bias_variance == 0:
-        data = hermite_data(activation, sp.sqrt(variance), "none")
-        return NeuronLevels(activation, variance, bias_variance, (sp.Integer(1),), ((data.c0, data.mu1, data.sigma2),))
-    nodes, weights = np.polynomial.hermite_e.hermegauss(levels)
-    f = sp.lambdify(_X, elementwise(activation).symbolic(_X), modules="mpmath")
-    out = []
-    with mpmath.workdps(30):
-        sd, spread = mpmath.sqrt(mpmath.mpf(str(sp.N(variance, 40)))), mpmath.sqrt(mpmath.mpf(str(sp.N(bias_variance, 40))))
-        for node in nodes:
-            b = spread * mpmath.mpf(float(node))
-            split = [-mpmath.inf, -b / sd, mpmath.inf]  # where phi's argument crosses 0 (the kink of relu)
-
-            def mean(h: Callable[[mpmath.mpf, mpmath.mpf], mpmath.mpf], b: mpmath.mpf = b) -> mpmath.mpf:
-                return mpmath.quad(lambda g: h(g, f(b + sd * g)) * mpmath.npdf(g), split)
-
-            mu0, mu1 = mean(lambda g, v: v), mean(lambda g, v: g * v)
-            out.append(tuple(sp.Float(x, 30) for x in (mu0, mu1, mean(lambda g, v: v * v) - mu0**2 - mu1**2)))
-    shares = [sp.Rational(float(w / weights.sum())).limit_denominator(10**15) for w in weights[1:]]  # exact, summing to 1
-    return NeuronLevels(activation, variance, bias_variance, (1 - sum(shares), *shares), tuple(out))
-
-
-def _mlp(network: Network, d: Dim, n: Dim, ratios: dict[Dim, sp.Expr], variance: sp.Expr,
-         bias_variance: sp.Expr, layer: str = "") -> tuple[MatrixExpr, MatrixExpr | None, NeuronLevels]:
+def _mlp(network: Network, d: Dim, n: Dim, ratios: dict[Dim, sp.Expr], variance: sp.Expr, bias_variance: sp.Expr,
+         layer: str = "", levels: int = MLP_LEVELS) -> tuple[MatrixExpr, MatrixExpr | None, NeuronLevels]:
     """The MLP's phi(H) W_2 less its common vector, H = (I + c) W_1 for an input I with centred variance ``variance`` and
     bias variance ``bias_variance``, as I M + E: M = sum_k nu_1k W_1k W_2k (d x d) and the noise E = sum_k nu_*k Z_1k W_2k
     (n x d; None for a linear phi), nu_1k = mu_1k / sqrt(v) and nu_*k = mu_*k over the levels k, each of d_ff times its
-    weight neurons (new dimension groups added to ``ratios``, their names ending in ``layer``); the input enters once,
+    weight neurons (new dimension groups added to ``ratios``, their names ending in _ and ``layer`` after layer 1); the input enters once,
     whatever the number of levels.
     Coefficients from quadrature are rationals of :data:`COEFFICIENT_DIGITS` digits (:func:`_coefficient`)."""
-    levels = neuron_levels(network.activation, variance, bias_variance)
-    single = len(levels.weights) == 1
+    neurons = neuron_levels(network.activation, variance, bias_variance, levels)
+    kept = [(weight, _coefficient(mu1 if variance == 0 else mu1 / sp.sqrt(variance)), sigma2)
+            for weight, (_, mu1, sigma2) in zip(neurons.weights, neurons.data)]
+    kept = [level for level in kept if level[1:] != (0, 0)]  # a collapsed stream on a flat activation (relu, b < 0)
+    single = len(kept) == 1
     linear, noise = [], []
-    for k, (weight, (_, mu1, sigma2)) in enumerate(zip(levels.weights, levels.data)):
+    for k, (weight, gain, sigma2) in enumerate(kept):
         tag = "" if single else f"^{{({k + 1})}}"
-        width = Dim(("d_ff" if single else f"d_ff{k + 1}") + layer)
+        width = Dim(("d_ff" if single else f"d_ff{k + 1}") + (f"_{layer}" if layer else ""))
         ratios[width] = network.d_ff * weight
         W1 = Gaussian(f"{_named('W_1', layer)}{tag}", d, width, 1 / ratios[d])
         W2 = Gaussian(f"{_named('W_2', layer)}{tag}", width, d, 1 / network.d_ff)
-        gain = _coefficient(mu1 / sp.sqrt(variance))
         linear.append(gain * W1 * W2)
         if sigma2 != 0:
             noise.append(_coefficient(sp.sqrt(sigma2)) * Gaussian(f"{_named('Z_1', layer)}{tag}", n, width) * W2)
-    return sp.MatAdd(*linear), sp.MatAdd(*noise) if noise else None, levels
+    return sp.MatAdd(*linear), sp.MatAdd(*noise) if noise else None, neurons
 
 
 def _named(name: str, layer: str) -> str:
@@ -198,9 +158,14 @@ def _refusal(network: Network) -> str | None:
     if network.read_layer == 1:
         return None
     if network.norm != "none" and network.norm_position == "post":
-        return ("norm_position: after a post-norm block the attention's uniform part puts a common vector of size sqrt(n) per "
-                "entry into the next norm, which divides the centred part by it: the law after layer 2 falls to 0 like 1/n "
-                "(the collapse of docs/extensions.md §8.7), so there is no limit law to derive")
+        if network.attention == "centred":
+            return ("norm_position: with centred attention a post-norm stack is built for layer 1 only (the equivalent after "
+                    "layer 2 is written for pre-norm blocks)")
+        if network.read_layer > 2:
+            return ("layers: a post-norm stack collapses; its law is derived after layer 2, as n times the eigenvalues "
+                    "(docs/extensions.md §8.7); from layer 3 on the tokens are the common vector plus a centred part of "
+                    "relative size n^-1/2, whose scores and rate in n are not derived (measured: the mean falls like n^-2.3 "
+                    "after layer 3, n^-3.4 after layer 4)")
     if layer.tokens != "gaussian" or layer.token_covariance is not None:
         return "tokens: the equivalent after layer 2 is built for Gaussian tokens"
     if not _key_weighted(network):
@@ -272,13 +237,24 @@ def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivale
     keys are weighted every later layer adds nothing centred."""
     ratios, values, constants = dict(first.ratios), dict(first.values), dict(first.constants)
     stream, mlp, notes = first.polynomial, first.mlp, []
-    kappa = (constants["kappa"] + (network.alpha_mlp**2 * mlp.common if mlp is not None else 0)
-             if _key_weighted(network) else sp.Integer(0))
-    m = constants["m_R"] if mlp is None else _mean(stream, ratios, values)
+    if network.collapse:  # out_1 has RMS 1 per entry: its common vector and centred part share it
+        kappa = constants["kappa"] / constants["s_1^2"]
+        kappa = kappa if mlp is None else (kappa + network.alpha_mlp**2 * mlp.common) / constants["s_2^2"]
+        m = 1 - kappa
+    else:
+        kappa = (constants["kappa"] + (network.alpha_mlp**2 * mlp.common if mlp is not None else 0)
+                 if _key_weighted(network) else sp.Integer(0))
+        m = constants["m_R"] if mlp is None else _mean(stream, ratios, values)
     S = sp.MatrixSymbol("S", stream.rows, stream.cols)
     written = (_attention_layer(network, S, m, kappa, ratios, dict(values), dict(constants), "2"), stream)
     stream = _attention_layer(network, stream, m, kappa, ratios, values, constants, "2")
-    if kappa != 0 and network.attention == "softmax":  # the sqrt(n) common vector now fills every pre-normed branch
+    if network.collapse:
+        block = _collapsed(network, kappa, stream.rows, ratios, constants)
+        notes.append("collapsed: layer 2's uniform part adds a common vector of size alpha sqrt(n kappa_1) per entry, which "
+                     "fills the post-norm, so the centred output falls like n^-1/2 per entry; the law is of n times the "
+                     "eigenvalues, whose scale (that vector's size) moves between draws like n^-1/2")
+        stream, written = block(stream), (block(written[0]), written[1])
+    elif kappa != 0 and network.attention == "softmax":  # the sqrt(n) common vector now fills every pre-normed branch
         if network.d_ff is not None:
             notes.append("layer 2's MLP adds a common vector only: its normalised input is the common vector of size "
                          "sqrt(n) per entry plus a centred part of relative size n^-1/2")
@@ -300,6 +276,23 @@ def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivale
 
         stream, written = block(stream), (block(written[0]), written[1])
     return NetworkEquivalent(stream, ratios, values, constants, mlp, tuple(notes), written)
+
+
+def _collapsed(network: Network, kappa: sp.Expr, n: Dim, ratios: dict[Dim, sp.Expr],
+               constants: dict[str, sp.Expr]) -> Callable[[MatrixExpr], MatrixExpr]:
+    """Layer 2's post-norm block on its stream S_2, read as n times the eigenvalues (module docstring): the first norm
+    divides by the common vector's size per entry, K = alpha^2 kappa_1 (times n); an MLP acts on the centred part by its
+    slopes phi'(b) at the bias b ~ N(0, 1) of the normalised common vector, and the second norm divides by
+    s^2 = 1 + alpha_mlp^2 E phi(b)^2."""
+    K = network.layer.residual**2 * kappa
+    constants["K (layer 2)"] = K
+    if network.d_ff is None:
+        return lambda x: x * _coefficient(1 / sp.sqrt(K))
+    d = next(dim for dim in ratios if dim.name == "d")
+    linear, _, levels = _mlp(network, d, n, ratios, sp.Integer(0), sp.Integer(1), "2", COLLAPSED_LEVELS)
+    s2 = 1 + network.alpha_mlp**2 * levels.common
+    constants["s_MLP^2 (layer 2)"] = s2
+    return lambda x: x * (sp.Identity(d) + network.alpha_mlp * linear) * _coefficient(1 / sp.sqrt(K * s2))
 
 
 def _weighted_mean(polynomial: MatrixExpr, ratios: dict[Dim, sp.Expr], values: dict[sp.Symbol, sp.Expr],

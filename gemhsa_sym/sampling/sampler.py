@@ -201,9 +201,10 @@ def run_draw(task: DrawTask | PolynomialDraw) -> np.ndarray:
 
 
 def network_spectra(network: Network, sizes: dict[str, int], rng: np.random.Generator) -> np.ndarray:
-    """The spectrum of out^T P out / n after the layer ``network`` reads, of one draw from ``rng``: the tokens, every
-    layer's weights, then the blocks up to that layer (docs/extensions.md §8.7)."""
-    return spectrum(draw_network(network, sizes, rng, network.read_layer)[-1] / np.sqrt(sizes["n"]))
+    """The spectrum of out^T P out / n after the layer ``network`` reads (times n^collapse, :attr:`Network.collapse`), of
+    one draw from ``rng``: the tokens, every layer's weights, then the blocks up to that layer (docs/extensions.md §8.7)."""
+    n = sizes["n"]
+    return spectrum(draw_network(network, sizes, rng, network.read_layer)[-1] / np.sqrt(n)) * float(n) ** network.collapse
 
 
 def equivalent_spectrum(network: Network, n: int, seed: np.random.SeedSequence) -> np.ndarray:

@@ -112,19 +112,22 @@ class DepthResult:
 
 def _theory(network: Network, first: int | None) -> list[dict[str, Any]]:
     """Per layer, the mean and top edge of the law after it (None where the law has no edge), or why there is none
-    (docs/extensions.md §8.7), from layer ``first`` on (None: none)."""
+    (docs/extensions.md §8.7), from layer ``first`` on (None: none); ``collapse``: the power of n by which the law's
+    eigenvalues are multiplied (:attr:`Network.collapse`), so that its mean at n is ``mean`` / n^collapse."""
     out: list[dict[str, Any]] = []
     for layer in range(1, network.layers + 1):
+        source = network.replace(layers=layer)
+        collapse = source.collapse if isinstance(source, Network) else 0
         if first is None or layer < first:
-            out.append({"layer": layer, "mean": None, "top": None, "reason": "not asked"})
+            out.append({"layer": layer, "mean": None, "top": None, "collapse": collapse, "reason": "not asked"})
             continue
         try:
-            law = law_of(network.replace(layers=layer))
+            law = law_of(source)
         except NotImplementedError as exc:
-            out.append({"layer": layer, "mean": None, "top": None, "reason": str(exc)})
+            out.append({"layer": layer, "mean": None, "top": None, "collapse": collapse, "reason": str(exc)})
             continue
         with stage(f"the law after layer {layer} (its mean{' and top edge' if law.answers('edges') else ''})"):
-            out.append({"layer": layer, "mean": float(law.moments(1)[0]),
+            out.append({"layer": layer, "mean": float(law.moments(1)[0]), "collapse": collapse,
                         "top": float(law.edges()[-1].location) if law.answers("edges") else None, "reason": None})
     return out
 

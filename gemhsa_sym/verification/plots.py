@@ -265,8 +265,8 @@ def plot_threshold(result: ThresholdResult, path: str | Path) -> None:
 
 def plot_depth(result: DepthResult, path: str | Path) -> None:
     """The law against depth, one line per n: its mean (log scale: a collapse is a straight fall), its top eigenvalue
-    and quantiles, and the common vector's and the centred part's sizes per entry; the first block's law (mean and top
-    edge) marked at layer 1."""
+    and quantiles, and the common vector's and the centred part's sizes per entry; the law (mean and top edge) marked
+    at every layer that has one, a collapsed one's mean at each n."""
     from gemhsa_sym.verification.depth import QUANTILES
 
     plt = _pyplot()
@@ -283,8 +283,13 @@ def plot_depth(result: DepthResult, path: str | Path) -> None:
         parts.plot(layers, figures[:, 2], "s-", color=colour, label=f"common, n = {n}")
         parts.plot(layers, figures[:, 3], "^--", color=colour, label=f"centred, n = {n}")
     known = [t for t in result.theory if t["mean"] is not None]
-    if known:
-        mean.plot([t["layer"] for t in known], [t["mean"] for t in known], "k*", ms=12, label="the law")
+    plain = [t for t in known if not t["collapse"]]
+    if plain:
+        mean.plot([t["layer"] for t in plain], [t["mean"] for t in plain], "k*", ms=12, label="the law")
+    for t in (t for t in known if t["collapse"]):  # the law of n^c times the eigenvalues, at each n
+        for k, n in enumerate(result.n):
+            mean.plot([t["layer"]], [t["mean"] / n ** t["collapse"]], "*", color=f"C{k}", mec="k", ms=12,
+                      label=f"the law / n^{t['collapse']}" if k == 0 else None)
     edged = [t for t in known if t["top"] is not None]
     if edged:
         spread.plot([t["layer"] for t in edged], [t["top"] for t in edged], "k*", ms=12, label="the law's top edge")
