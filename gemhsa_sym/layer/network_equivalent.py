@@ -73,8 +73,8 @@ COEFFICIENT_DIGITS = 15
 class NetworkEquivalent:
     """The polynomial of a network's block (module docstring), its ratios and parameter values, and the exact
     constants it used, by name: ``m_R``, ``kappa``, and where they occur ``s_U^2`` (pre-norm MLP), ``s_1^2``,
-    ``m_P``, ``s_2^2`` (post-norm), and for a later layer ``m_1``, ``kappa_1``, ``s^2`` and ``tau^2`` (the key
-    weights' log-variance); ``notes`` say what a later layer leaves out; for a later layer, ``written`` is its polynomial
+    ``m_P``, ``s_2^2`` (post-norm), for a later layer ``m_1``, ``kappa_1``, ``s^2`` and ``tau^2`` (the key
+    weights' log-variance), and for a collapsed one ``K`` and ``s_MLP^2`` (:func:`_collapsed`); ``notes`` say what a later layer leaves out; for a later layer, ``written`` is its polynomial
     written in the symbol S and the first block's polynomial that S stands for (for display: the polynomial itself has S
     substituted, with SymPy's canonical transposes)."""
 
