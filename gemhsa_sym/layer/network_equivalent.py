@@ -176,8 +176,9 @@ def _refusal(network: Network) -> str | None:
         return ("score: from layer 2 on the common vector's column term becomes a key weight e^{b_j} for softmax scores "
                 "normalised by rows only")
     if layer.heads > 1:
-        return ("heads: from layer 2 on each head's keys get weights of their own, independent between heads; the Dyson "
-                "equation over one Gaussian per token is built, over H of them not: give one head")
+        return ("heads: from layer 2 on each head's keys get weights of their own, independent between heads; the positional "
+                "equation over H Gaussians per token needs a product of Gauss-Hermite rules, and its dense coefficients "
+                "for two heads at 8 x 8 nodes would take 150 GiB: give one head")
     if network.attention == "centred" and (network.read_layer > 2 or network.norm == "none"):
         return ("layers: with centred attention and an MLP whose mean is not 0 the law is derived up to layer 2, with a norm: "
                 "layer 3's keys would carry weights of their own beside layer 2's (a Gauss-Hermite rule over two Gaussians "
