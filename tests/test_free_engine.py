@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from scipy import integrate
 from template_laws import TEMPLATES, VB, W2B, XA, ZA, a_, b_, c_, template_law
 
+from gemhsa_sym.free.equations.scale import vanishes
 from gemhsa_sym.free.expressions.matrices import MAX_MONOMIALS, Dim, Gaussian, ShapeMismatch, dims_of, monomials
 from gemhsa_sym.free.expressions.pencil import linearise
 from gemhsa_sym.free.expressions.system import W
@@ -1016,3 +1017,18 @@ def test_a_polynomial_that_cancels_only_when_expanded_is_the_zero_law():
     law = spectral_law(Y, {n: 1})
     assert law.zero and law.moments(2) == [0, 0]
     assert not spectral_law(Y + X[0] / 1000, {n: 1}).zero
+
+
+def test_a_deep_product_is_not_taken_for_zero():
+    """A product of 60 Gaussians cancels on a random instance (size 4) to 2e-15 of the sum of its terms' sizes, below
+    what double precision resolves; vanishes evaluates it at 60 digits and tells it from zero, and still finds
+    (A + B) C - A C - B C zero for that deep C, and t C - sqrt(2) C at t = sqrt(2) but not at its double (docs/solving.md
+    §3.10)."""
+    n = Dim("n")
+    C = sp.MatMul(*[Gaussian(f"X{k}", n, n) for k in range(60)])
+    A, B = Gaussian("A", n, n), Gaussian("B", n, n)
+    assert not vanishes(C, {}) and not vanishes(C / 3 + A, {sp.Symbol("t"): 1})
+    zero = (A + B) @ C - A @ C - B @ C
+    assert isinstance(zero, sp.MatAdd) and vanishes(zero, {})
+    t = sp.Symbol("t", positive=True)  # zero only at t's exact value, which the 60 digits keep
+    assert vanishes(t * C - sp.sqrt(2) * C, {t: sp.sqrt(2)}) and not vanishes(t * C - sp.sqrt(2) * C, {t: 1.4142135623730951})

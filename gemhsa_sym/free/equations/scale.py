@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import mpmath
 import numpy as np
 import sympy as sp
 from sympy.matrices.expressions import MatAdd, MatMul, MatPow, MatrixExpr, Transpose
@@ -35,6 +36,8 @@ LOOSE = 1e10
 MARGIN = 1e3
 #: The seed of :func:`vanishes`' random instances.
 VANISH_SEED = 1996
+#: The working precision of :func:`vanishes`.
+VANISH_DIGITS = 60
 #: Scales the double-precision continuation solves: beyond, products of its unknowns over- or underflow.
 SCALE_RANGE = (1e-30, 1e20)
 
@@ -98,15 +101,20 @@ def _tree_bound(expr: MatrixExpr, values: Mapping[sp.Symbol, Any], factor: Calla
 
 def vanishes(polynomial: MatrixExpr, values: Mapping[sp.Symbol, Any]) -> bool:
     """Whether ``polynomial`` is the zero matrix at ``values``: on two seeded random instances
-    (:class:`~gemhsa_sym.free.expressions.matrices.RandomInstance`), its entries are below 1e-12 times those of the same
-    polynomial with every coefficient and entry replaced by its absolute value (the sum of its terms' sizes)."""
+    (:class:`~gemhsa_sym.free.expressions.matrices.RandomInstance`), evaluated at :data:`VANISH_DIGITS` digits with the
+    values exact, its entries are below 10^-(VANISH_DIGITS - 20) times those of the same polynomial with every
+    coefficient and entry replaced by its absolute value (the sum of its terms' sizes). A product of k random-sign
+    factors cancels like 2^-k against that sum (a polynomial of degree about 50 fell to 1e-15 of it), so double precision
+    cannot tell a deep polynomial from zero; these digits can up to degrees of about 130."""
     rng = np.random.default_rng(np.random.SeedSequence(VANISH_SEED))
-    scalars = {str(p): complex(to_float(v, {})) for p, v in values.items()}
-    for _ in range(2):
-        instance = RandomInstance(rng, scalars)
-        size = np.max(instance.evaluate(polynomial, absolute=True))
-        if np.max(np.abs(instance.evaluate(polynomial))) > 1e-12 * size:
-            return False
+    scalars = {str(p): v if isinstance(v, sp.Basic) else sp.Float(v) for p, v in values.items()}
+    with mpmath.workdps(VANISH_DIGITS):
+        for _ in range(2):
+            instance = RandomInstance(rng, scalars)
+            size = max(instance.evaluate(polynomial, absolute=True, digits=VANISH_DIGITS).ravel())
+            largest = max(abs(x) for x in instance.evaluate(polynomial, digits=VANISH_DIGITS).ravel())
+            if largest > mpmath.mpf(10) ** (20 - VANISH_DIGITS) * size:
+                return False
     return True
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import mpmath
 import numpy as np
 import sympy as sp
 from sympy.core.symbol import Str
@@ -232,10 +233,12 @@ class RandomInstance:
     """One random instance of polynomials: every dimension group of size 2 to 4, every Gaussian an array of standard
     normal entries, every diagonal its entries at standard normal draws of g, drawn from ``rng`` on first use (so one instance evaluates several polynomials consistently), and
     every parameter of a coefficient at its value in ``scalars`` (by name). Identities of polynomials are checked on
-    such instances: a false one fails on them with probability one."""
+    such instances: a false one fails on them with probability one. With ``digits`` an evaluation is carried out in
+    mpmath at that precision (the draws are exact there), with the coefficients' exact values (``scalars`` then holds
+    SymPy numbers)."""
 
     rng: np.random.Generator
-    scalars: dict[str, complex]
+    scalars: dict[str, complex | sp.Expr]
     sizes: dict[Dim, int] = field(default_factory=dict)
     arrays: dict[Gaussian | Diagonal, np.ndarray] = field(default_factory=dict)
 
@@ -245,40 +248,46 @@ class RandomInstance:
             self.sizes[dim] = int(self.rng.integers(2, 5))
         return self.sizes[dim]
 
-    def number(self, expr: sp.Expr, absolute: bool = False) -> complex:
+    def number(self, expr: sp.Expr, absolute: bool = False, digits: int | None = None) -> Any:
         """A coefficient (a SymPy expression) at the parameters' values (complex where a square root of a parameter
-        is); with ``absolute``, its absolute value."""
+        is; an mpmath number of ``digits`` digits where given); with ``absolute``, its absolute value."""
         missing = sorted(str(s) for s in expr.free_symbols if str(s) not in self.scalars)
         if missing:
             raise ValueError(f"parameters: no value given for {', '.join(missing)}")
-        value = complex(expr.subs({s: self.scalars[str(s)] for s in expr.free_symbols}).evalf())
+        exact = expr.subs({s: self.scalars[str(s)] for s in expr.free_symbols})
+        value = complex(exact.evalf()) if digits is None else mpmath.mpmathify(sp.N(exact, digits))
         return abs(value) if absolute else value
 
-    def evaluate(self, expr: MatrixExpr, absolute: bool = False) -> np.ndarray:
+    def evaluate(self, expr: MatrixExpr, absolute: bool = False, digits: int | None = None) -> np.ndarray:
         """The matrix of a polynomial (sums, products, powers, transposes, Gaussians, identities) here; with ``absolute``,
-        of the polynomial whose coefficients and Gaussians' entries are replaced by their absolute values."""
+        of the polynomial whose coefficients and Gaussians' entries are replaced by their absolute values; with
+        ``digits``, an array of mpmath numbers (the caller sets mpmath's working precision)."""
+        def leaf(array: np.ndarray) -> np.ndarray:
+            array = np.abs(array) if absolute else array
+            return array if digits is None else np.vectorize(mpmath.mpf, otypes=[object])(array)
+
         if isinstance(expr, Gaussian):
             if expr not in self.arrays:
                 self.arrays[expr] = self.rng.standard_normal((self.size(expr.rows), self.size(expr.cols)))
-            return np.abs(self.arrays[expr]) if absolute else self.arrays[expr]
+            return leaf(self.arrays[expr])
         if isinstance(expr, Diagonal):
             if expr not in self.arrays:
                 self.arrays[expr] = np.diag(expr.values(self.rng.standard_normal(self.size(expr.rows))))
-            return np.abs(self.arrays[expr]) if absolute else self.arrays[expr]
+            return leaf(self.arrays[expr])
         if isinstance(expr, sp.Identity):
-            return np.eye(self.size(expr.rows))
+            return leaf(np.eye(self.size(expr.rows)))
         if isinstance(expr, sp.ZeroMatrix):
-            return np.zeros((self.size(expr.rows), self.size(expr.cols)))
+            return leaf(np.zeros((self.size(expr.rows), self.size(expr.cols))))
         if isinstance(expr, Transpose):
-            return self.evaluate(expr.arg, absolute).T
+            return self.evaluate(expr.arg, absolute, digits).T
         if isinstance(expr, MatPow) and expr.exp.is_Integer and expr.exp > 0:
-            return np.linalg.matrix_power(self.evaluate(expr.base, absolute), int(expr.exp))
+            return np.linalg.matrix_power(self.evaluate(expr.base, absolute, digits), int(expr.exp))
         if isinstance(expr, MatAdd):
-            return sum(self.evaluate(a, absolute) for a in expr.args)
+            return sum(self.evaluate(a, absolute, digits) for a in expr.args)
         if isinstance(expr, MatMul):
             c, mats = expr.as_coeff_matrices()
-            out = self.evaluate(mats[0], absolute)
+            out = self.evaluate(mats[0], absolute, digits)
             for m in mats[1:]:
-                out = out @ self.evaluate(m, absolute)
-            return self.number(c, absolute) * out
+                out = out @ self.evaluate(m, absolute, digits)
+            return self.number(c, absolute, digits) * out
         raise NotImplementedError(f"cannot evaluate the matrix expression {expr} of type {type(expr).__name__}")
