@@ -106,26 +106,30 @@ POST = {"residual": 1, "norm": "layer", "norm_position": "post", "layers": 2}
 
 
 def test_a_post_norm_stack_collapses_to_a_law_of_n_times_its_eigenvalues() -> None:
-    """After layer 2 of a post-norm stack the object is n times the eigenvalues (docs/extensions.md §8.7): the common
-    vector of layer 2 has alpha^2 kappa_1 n per entry, kappa_1 = 1 / (2 + e) the first block's (alpha = 1: m_R = 1 + e,
-    kappa = 1, over s_1^2 = 2 + e). At n = 400 (4 draws each) the real network's n lambda, each draw over its median,
-    has the shape of the equivalent's draws (KS 0.009), which a plain layer 1 does not have; the medians agree within
-    their scale's spread between draws (relative sd about sqrt(10 / n))."""
+    """After layer l >= 2 of a post-norm stack the object is n^(l - 1) times the eigenvalues (docs/extensions.md §8.7):
+    the common vector of layer 2 has alpha^2 kappa_1 n per entry, kappa_1 = 1 / (2 + e) the first block's (alpha = 1:
+    m_R = 1 + e, kappa = 1, over s_1^2 = 2 + e), that of every later layer alpha^2 n. At n = 400 (4 draws each) the real
+    network's spectrum after layers 2 and 3, each draw over its median, has the shape of the equivalent's draws (KS 0.009
+    and 0.011), which a plain layer 1 does not have (0.06); the medians agree within their scale's spread between draws
+    (relative sd about sqrt(10 / n) after layer 2, two more factors after layer 3)."""
     network = description_from_dict(POST)
     assert network.collapse == 1 and network.spectral_object.startswith("n times the eigenvalues of out^T P out / n")
     assert [description_from_dict(POST | change).collapse for change in
-            ({"layers": 3, "target": "layer:1"}, {"layers": 3}, {"attention": "centred"}, {"norm_position": "pre"})] == [0, 0, 0, 0]
-    constants = network_equivalent(network).constants
+            ({"layers": 3, "target": "layer:1"}, {"layers": 3}, {"attention": "centred"}, {"norm_position": "pre"})] == [0, 2, 0, 0]
+    constants = network_equivalent(network.replace(layers=3)).constants
     assert sp.simplify(constants["K (layer 2)"] - 1 / (2 + sp.E)) == 0 and sp.simplify(constants["m_1"] - (1 + sp.E) / (2 + sp.E)) == 0
+    assert constants["K (layer 3)"] == 1
 
     def shape(spectra: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         return np.concatenate([s / np.median(s) for s in spectra]), np.array([np.median(s) for s in spectra])
 
-    real, medians = shape(gs.sample(network, 400, draws=4, seed=3).eigenvalues)
-    ge, ge_medians = shape(gs.sample(network, 400, draws=4, seed=4, reading="ge").eigenvalues)
     first, _ = shape(gs.sample(network.replace(layers=1), 400, draws=4, seed=4, reading="ge").eigenvalues)
-    assert ks_2samp(real, ge).statistic < 0.025 < 0.045 < ks_2samp(real, first).statistic
-    assert abs(medians.mean() / ge_medians.mean() - 1) < 3 * math.sqrt(10 / 400 / 4)
+    for layers, factors in ((2, 10), (3, 14)):
+        stack = network.replace(layers=layers)
+        real, medians = shape(gs.sample(stack, 400, draws=4, seed=3).eigenvalues)
+        ge, ge_medians = shape(gs.sample(stack, 400, draws=4, seed=4, reading="ge").eigenvalues)
+        assert ks_2samp(real, ge).statistic < 0.025 < 0.045 < ks_2samp(real, first).statistic
+        assert abs(medians.mean() / ge_medians.mean() - 1) < 3 * math.sqrt(factors / 400 / 4)
 
 
 def test_slopes_on_a_collapsed_stream() -> None:
@@ -147,12 +151,13 @@ def test_slopes_on_a_collapsed_stream() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mlp", [{}, {"d_ff": 1, "activation": "relu"}], ids=["attention", "relu-mlp"])
-def test_the_collapsed_law_against_the_real_network(mlp: dict[str, object]) -> None:
-    """The law of n times the eigenvalues after layer 2 (20 to 70 s) at n = 1000 and 2000 (2 draws, seed 0): the
-    equivalent's draws within the floor + 0.002, and the real network within 0.01 at n = 2000 (measured 0.0023 and
-    0.0055), its distance dominated by the common vector's size, which moves between draws like n^-1/2."""
-    result = gs.verify(description_from_dict(POST | mlp), [1000, 2000], draws=2, seed=0)
+@pytest.mark.parametrize("change", [{}, {"d_ff": 1, "activation": "relu"}, {"layers": 3}],
+                         ids=["attention", "relu-mlp", "layer-3"])
+def test_the_collapsed_law_against_the_real_network(change: dict[str, object]) -> None:
+    """The law of n^(l - 1) times the eigenvalues after layer l (20 to 70 s) at n = 1000 and 2000 (2 draws, seed 0): the
+    equivalent's draws within the floor + 0.002, and the real network within 0.01 at n = 2000 (measured 0.0023, 0.0055
+    and 0.0061), its distance dominated by the common vector's size, which moves between draws like n^-1/2."""
+    result = gs.verify(description_from_dict(POST | change), [1000, 2000], draws=2, seed=0)
     assert all(c.ks["theory_ge"] <= c.floor["ks"] + 0.002 for c in result.comparisons)
     assert result.comparisons[-1].ks["theory_softmax"] < 0.01
 
@@ -244,8 +249,8 @@ def test_centred_attention_with_a_relu_mlp_against_the_real_network() -> None:
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    ({"layers": 3, "norm_position": "post"}, "layers: a post-norm stack collapses"),
     ({"layers": 2, "norm_position": "post", "attention": "centred"}, "norm_position: with centred attention a post-norm"),
+    ({"layers": 3, "norm_position": "post"}, "layers: with an MLP a collapsed post-norm stack"),
     ({"layers": 2, "heads": 2, "d_k": "1/2", "d_v": "1/2"}, "heads: from layer 2 on each head's keys"),
     ({"layers": 3, "attention": "centred"}, "layers: with centred attention and an MLP whose mean is not 0"),
     ({"layers": 2, "attention": "centred", "norm": "none"}, "norm: centred attention with an MLP"),
@@ -269,9 +274,9 @@ def test_derive_prints_the_law_of_a_block(tmp_path: Path, capsys: pytest.Capture
     assert abs(report["moments"][0]["float"] - float((1 + sp.E) / (2 + sp.E))) < 1e-12
     assert "after layer 1 of 1 blocks" in report["statement"] and "kappa = 1" in report["statement"]
     stacked = tmp_path / "stack.toml"
-    stacked.write_text(network.replace(layers=3).to_toml(), encoding="utf-8")
+    stacked.write_text(network.replace(layers=2, attention="centred").to_toml(), encoding="utf-8")
     assert main(["derive", str(stacked)]) == 2
-    assert capsys.readouterr().err.startswith("gemhsa-sym: error: layers: a post-norm stack collapses")
+    assert capsys.readouterr().err.startswith("gemhsa-sym: error: norm_position: with centred attention a post-norm")
 
 
 def test_derive_prints_the_law_after_layer_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -97,8 +97,9 @@ def _table(result: DepthResult, label: str, first: int) -> str:
     lines = [f"network  {label}: {result.network.summary()}", f"spectrum eigenvalues of out^T P out / n after each layer, P = I - 11^T/n; "
              f"{result.draws} draw(s) per n, seed {result.seed}"]
     for theory in result.theory[first - 1:]:
-        collapsed = ("mean of n times the eigenvalues (collapsed: " + ", ".join(
-            f"{theory['mean'] / n:.4g} at n = {n}" for n in result.n) + ") " if theory["collapse"] else "mean ")
+        power = theory["collapse"]
+        collapsed = (f"mean of n{'' if power == 1 else f'^{power}'} times the eigenvalues (collapsed: " + ", ".join(
+            f"{theory['mean'] / n**power:.4g} at n = {n}" for n in result.n) + ") " if power else "mean ")
         lines.append(f"theory   after layer {theory['layer']}: " + (
             f"no law ({theory['reason']})" if theory["mean"] is None else f"{collapsed}{theory['mean']:.6g}, "
             + ("no upper edge (lognormal key weights)" if theory["top"] is None else f"top edge {theory['top']:.6g}")))

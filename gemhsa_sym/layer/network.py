@@ -128,16 +128,17 @@ class Network:
 
     @property
     def collapse(self) -> int:
-        """The power of n that multiplies the eigenvalues in the object: 1 after layer 2 of post-norm blocks with softmax
-        attention, whose centred output falls like n^-1/2 per entry against the common vector that fills the norm (the
-        collapse of docs/extensions.md §8.7), 0 otherwise."""
+        """The power of n that multiplies the eigenvalues in the object: l - 1 after layer l >= 2 of post-norm blocks
+        with softmax attention, whose centred output falls by n^-1/2 per entry at every layer from layer 2 on against
+        the common vector that fills the norm (the collapse of docs/extensions.md §8.7), 0 otherwise."""
         post = self.norm != "none" and self.norm_position == "post" and self.attention == "softmax"
-        return 1 if post and self.read_layer == 2 else 0
+        return self.read_layer - 1 if post else 0
 
     @property
     def _eigenvalues(self) -> str:
-        """The object's first words: the eigenvalues, times n where the network collapses (:attr:`collapse`)."""
-        return "n times the eigenvalues" if self.collapse else "the eigenvalues"
+        """The object's first words: the eigenvalues, times n^collapse where the network collapses (:attr:`collapse`)."""
+        return {0: "the eigenvalues", 1: "n times the eigenvalues"}.get(self.collapse,
+                                                                         f"n^{self.collapse} times the eigenvalues")
 
     @property
     def spectral_object(self) -> str:
@@ -257,7 +258,8 @@ def network_statement_latex(network: Network) -> str:
     layer = statement_latex(network.layer)
     head, of, rest = layer.partition(", of $Y")
     layer = rf"$\alpha = {network.layer.residual}$, $Y" + rest if of else layer
-    eigenvalues = "$n$ times the eigenvalues" if network.collapse else "the eigenvalues"
+    eigenvalues = {0: "the eigenvalues", 1: "$n$ times the eigenvalues"}.get(
+        network.collapse, f"$n^{{{network.collapse}}}$ times the eigenvalues")
     parts = [eigenvalues + r" of $\mathrm{out}^{T} P\, \mathrm{out} / n$, $P = I - \mathbf{1}\mathbf{1}^{T}/n$, after layer "
              f"{network.read_layer} of {network.layers} blocks, each with its own weights: {block}", attention,
              NORMS_LATEX[network.norm], f"the attention of every layer: {layer}"]

@@ -37,9 +37,10 @@ attention adds the key-weighted average of the values, kappa_2 = kappa_1 + alpha
 MLP acts at the mean m_2 of S_2 that the positional equation gives (a decimal). After a post-norm block (out_1 of RMS 1:
 m = 1 - kappa_1) layer 2's uniform part adds a common vector of size alpha sqrt(n kappa_1) per entry, which fills the norm:
 the centred output is S_2 over that size, and the law is of n times the eigenvalues (``Network.collapse``), an MLP acting
-on it by its slopes at the common vector's bias (the collapse of docs/extensions.md §8.7). A causal mask (its rows do not
-concentrate), values or outputs built from the keys, post-norm stacks after layer 2, and the cases the recursion does
-not reach are refused with the reason.
+on it by its slopes at the common vector's bias; every later layer's attention is the plain average to leading order, so
+it divides the centred part once more by its own common vector, alpha sqrt(n) per entry, and the law after layer l is of
+n^(l - 1) times the eigenvalues (the collapse of docs/extensions.md §8.7). A causal mask (its rows do not concentrate),
+values or outputs built from the keys, and the cases the recursion does not reach are refused with the reason.
 """
 
 from __future__ import annotations
@@ -161,11 +162,9 @@ def _refusal(network: Network) -> str | None:
         if network.attention == "centred":
             return ("norm_position: with centred attention a post-norm stack is built for layer 1 only (the equivalent after "
                     "layer 2 is written for pre-norm blocks)")
-        if network.read_layer > 2:
-            return ("layers: a post-norm stack collapses; its law is derived after layer 2, as n times the eigenvalues "
-                    "(docs/extensions.md §8.7); from layer 3 on the tokens are the common vector plus a centred part of "
-                    "relative size n^-1/2, whose scores and rate in n are not derived (measured: the mean falls like n^-2.3 "
-                    "after layer 3, n^-3.4 after layer 4)")
+        if network.d_ff is not None and network.read_layer > 2:
+            return ("layers: with an MLP a collapsed post-norm stack is solved after layer 2 only; after layer 3 (ReLU, "
+                    "d_ff = n) the positional solve failed verification in the law's tail (w = 915, 16 nodes)")
     if layer.tokens != "gaussian" or layer.token_covariance is not None:
         return "tokens: the equivalent after layer 2 is built for Gaussian tokens"
     if not _key_weighted(network):
@@ -250,11 +249,18 @@ def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivale
     written = (_attention_layer(network, S, m, kappa, ratios, dict(values), dict(constants), "2"), stream)
     stream = _attention_layer(network, stream, m, kappa, ratios, values, constants, "2")
     if network.collapse:
-        block = _collapsed(network, kappa, stream.rows, ratios, constants)
         notes.append("collapsed: layer 2's uniform part adds a common vector of size alpha sqrt(n kappa_1) per entry, which "
                      "fills the post-norm, so the centred output falls like n^-1/2 per entry; the law is of n times the "
                      "eigenvalues, whose scale (that vector's size) moves between draws like n^-1/2")
-        stream, written = block(stream), (block(written[0]), written[1])
+        if network.read_layer > 2:
+            later = "layer 3 sees" if network.read_layer == 3 else f"layers 3..{network.read_layer} see"
+            notes.append(f"{later} the common vector of RMS 1 plus that centred part: their "
+                         "attention is the plain average to leading order, so each divides the centred part by its own "
+                         "common vector, alpha sqrt(n) per entry: the law is of "
+                         f"n^{network.read_layer - 1} times the eigenvalues")
+        for layer in range(2, network.read_layer + 1):
+            block = _collapsed(network, kappa if layer == 2 else sp.Integer(1), layer, stream.rows, ratios, constants)
+            stream, written = block(stream), (block(written[0]), written[1])
     elif kappa != 0 and network.attention == "softmax":  # the sqrt(n) common vector now fills every pre-normed branch
         if network.d_ff is not None:
             notes.append("layer 2's MLP adds a common vector only: its normalised input is the common vector of size "
@@ -279,20 +285,20 @@ def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivale
     return NetworkEquivalent(stream, ratios, values, constants, mlp, tuple(notes), written)
 
 
-def _collapsed(network: Network, kappa: sp.Expr, n: Dim, ratios: dict[Dim, sp.Expr],
+def _collapsed(network: Network, kappa: sp.Expr, layer: int, n: Dim, ratios: dict[Dim, sp.Expr],
                constants: dict[str, sp.Expr]) -> Callable[[MatrixExpr], MatrixExpr]:
-    """Layer 2's post-norm block on its stream S_2, read as n times the eigenvalues (module docstring): the first norm
-    divides by the common vector's size per entry, K = alpha^2 kappa_1 (times n); an MLP acts on the centred part by its
-    slopes phi'(b) at the bias b ~ N(0, 1) of the normalised common vector, and the second norm divides by
-    s^2 = 1 + alpha_mlp^2 E phi(b)^2."""
+    """The post-norm block of ``layer`` >= 2 on the centred part of its stream, read as n times the eigenvalues per layer
+    (module docstring): the first norm divides by the common vector's size per entry, K = alpha^2 kappa (times n;
+    kappa = kappa_1 at layer 2, 1 after); an MLP acts on the centred part by its slopes phi'(b) at the bias b ~ N(0, 1)
+    of the normalised common vector, and the second norm divides by s^2 = 1 + alpha_mlp^2 E phi(b)^2."""
     K = network.layer.residual**2 * kappa
-    constants["K (layer 2)"] = K
+    constants[f"K (layer {layer})"] = K
     if network.d_ff is None:
         return lambda x: x * _coefficient(1 / sp.sqrt(K))
     d = next(dim for dim in ratios if dim.name == "d")
-    linear, _, levels = _mlp(network, d, n, ratios, sp.Integer(0), sp.Integer(1), "2", COLLAPSED_LEVELS)
+    linear, _, levels = _mlp(network, d, n, ratios, sp.Integer(0), sp.Integer(1), str(layer), COLLAPSED_LEVELS)
     s2 = 1 + network.alpha_mlp**2 * levels.common
-    constants["s_MLP^2 (layer 2)"] = s2
+    constants[f"s_MLP^2 (layer {layer})"] = s2
     return lambda x: x * (sp.Identity(d) + network.alpha_mlp * linear) * _coefficient(1 / sp.sqrt(K * s2))
 
 
