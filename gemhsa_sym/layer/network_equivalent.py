@@ -234,7 +234,8 @@ def _attention_layer(network: Network, S: MatrixExpr, m: sp.Expr, kappa: sp.Expr
 
 def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivalent:
     """The equivalent after layer ``read_layer`` >= 2 (module docstring), from the first block's: layer 2, and where the
-    keys are weighted every later layer adds nothing centred."""
+    keys are weighted every later layer adds nothing centred; after post-norm blocks, which collapse, each layer's norm
+    divides the centred part by its common vector (:func:`_collapsed`)."""
     ratios, values, constants = dict(first.ratios), dict(first.values), dict(first.constants)
     stream, mlp, notes = first.polynomial, first.mlp, []
     if network.collapse:  # out_1 has RMS 1 per entry: its common vector and centred part share it
