@@ -39,7 +39,8 @@ m = 1 - kappa_1) layer 2's uniform part adds a common vector of size alpha sqrt(
 the centred output is S_2 over that size, and the law is of n times the eigenvalues (``Network.collapse``), an MLP acting
 on it by its slopes at the common vector's bias; every later layer's attention is the plain average to leading order, so
 it divides the centred part once more by its own common vector, alpha sqrt(n) per entry, and the law after layer l is of
-n^(l - 1) times the eigenvalues (the collapse of docs/extensions.md §8.7). A causal mask (its rows do not concentrate),
+n^(l - 1) times the eigenvalues (the collapse of docs/extensions.md §8.7). Centred attention after a post-norm block (no
+common vector) gives layer 2's stream over the square root of its law's exact mean. A causal mask (its rows do not concentrate),
 values or outputs built from the keys, and the cases the recursion does not reach are refused with the reason.
 """
 
@@ -159,9 +160,12 @@ def _refusal(network: Network) -> str | None:
     if network.read_layer == 1:
         return None
     if network.norm != "none" and network.norm_position == "post":
-        if network.attention == "centred":
-            return ("norm_position: with centred attention a post-norm stack is built for layer 1 only (the equivalent after "
-                    "layer 2 is written for pre-norm blocks)")
+        if network.attention == "centred" and (network.d_ff is not None or network.read_layer > 2):
+            return ("norm_position: with centred attention a post-norm stack is built up to layer 2 and without an MLP (an "
+                    "MLP's common vector weights layer 2's keys, and that equivalent is written for pre-norm blocks)"
+                    if network.read_layer == 2 else
+                    "layers: with centred attention the law is derived up to layer 2: each layer makes the polynomial four "
+                    "times longer, and the exact mean that the next layer needs ran past ten minutes at layer 3")
         if network.d_ff is not None and network.read_layer > 2:
             return ("layers: with an MLP a collapsed post-norm stack is solved after layer 2 only; after layer 3 (ReLU, "
                     "d_ff = n) the positional solve failed verification in the law's tail (w = 915, 16 nodes)")
@@ -238,10 +242,15 @@ def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivale
     divides the centred part by its common vector (:func:`_collapsed`)."""
     ratios, values, constants = dict(first.ratios), dict(first.values), dict(first.constants)
     stream, mlp, notes = first.polynomial, first.mlp, []
-    if network.collapse:  # out_1 has RMS 1 per entry: its common vector and centred part share it
+    post = network.norm != "none" and network.norm_position == "post"
+    if post:  # out_1 has RMS 1 per entry: its common vector and centred part share it
         kappa = constants["kappa"] / constants["s_1^2"]
         kappa = kappa if mlp is None else (kappa + network.alpha_mlp**2 * mlp.common) / constants["s_2^2"]
         m = 1 - kappa
+        if not network.collapse:  # the norm's 1 / s_1 as a symbol with a value, so that the exact series of m_2 is polynomial
+            zeta = sp.Symbol("zeta_1", positive=True)
+            values[zeta] = 1 / sp.sqrt(constants["s_1^2"])
+            stream = stream * sp.sqrt(constants["s_1^2"]) * zeta
     else:
         kappa = (constants["kappa"] + (network.alpha_mlp**2 * mlp.common if mlp is not None else 0)
                  if _key_weighted(network) else sp.Integer(0))
@@ -269,6 +278,10 @@ def _later_layers(network: Network, first: NetworkEquivalent) -> NetworkEquivale
         if network.read_layer > 2:
             notes.append(f"layers 3..{network.read_layer} add nothing centred in the limit (their branches see the "
                          "common vector): the law is layer 2's (frozen)")
+    elif post:  # centred attention after a post-norm block, attention only: no common vector, the norm divides by m_2
+        m2 = _mean(stream, ratios, values)
+        constants["m_2"] = m2
+        stream, written = stream / sp.sqrt(m2), (written[0] / sp.sqrt(m2), written[1])
     elif network.d_ff is not None:  # centred attention: the common vector stays of size 1 per entry; layer 2's MLP acts
         s2, tau2 = constants["s^2 (layer 2)"], constants["tau^2 (layer 2)"]
         m2 = _mean(stream, ratios, values) if kappa == 0 else _weighted_mean(stream, ratios, values, float(m))
