@@ -15,7 +15,7 @@ from gemhsa_sym.cli.common import (
     int_list,
     integer,
 )
-from gemhsa_sym.layer.network import MAX_LAYERS, Network
+from gemhsa_sym.layer.network import MAX_LAYERS, Network, eigenvalues
 from gemhsa_sym.sampling.executors import open_executor, show_progress
 from gemhsa_sym.verification.depth import COLLAPSE_RATE, FROZEN_CHANGE, QUANTILES, DepthResult, depth
 
@@ -98,7 +98,7 @@ def _table(result: DepthResult, label: str, first: int) -> str:
              f"{result.draws} draw(s) per n, seed {result.seed}"]
     for theory in result.theory[first - 1:]:
         power = theory["collapse"]
-        collapsed = (f"mean of n{'' if power == 1 else f'^{power}'} times the eigenvalues (collapsed: " + ", ".join(
+        collapsed = (f"mean of {eigenvalues(power).removeprefix('the ')} (collapsed: " + ", ".join(
             f"{theory['mean'] / n**power:.4g} at n = {n}" for n in result.n) + ") " if power else "mean ")
         lines.append(f"theory   after layer {theory['layer']}: " + (
             f"no law ({theory['reason']})" if theory["mean"] is None else f"{collapsed}{theory['mean']:.6g}, "

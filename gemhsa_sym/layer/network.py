@@ -24,7 +24,7 @@ from gemhsa_sym.layer.statement import statement_latex, summary_latex
 from gemhsa_sym.parse import integer_value, real_number
 
 __all__ = ["ATTENTIONS", "BLOCK_FIELDS", "MAX_LAYERS", "NORMS", "NORM_POSITIONS", "Network",
-           "description_from_dict"]
+           "description_from_dict", "eigenvalues"]
 
 
 #: Token norms N(x) over the d features of a row: none, LayerNorm (centred, over the RMS) and RMSNorm.
@@ -45,8 +45,8 @@ class Network:
 
     Pre-norm: U = X + alpha sqrt(n) MHSA(N(X)), out = U + alpha_mlp phi(N(U) W1) W2; post-norm: U = N(X + alpha
     sqrt(n) MHSA(X)), out = N(U + alpha_mlp phi(U W1) W2); without ``d_ff`` the block has no MLP (out = U). The object
-    is the eigenvalues of out^T P out / n, P = I - 11^T/n, after layer ``read`` (the last by default), times n where
-    the network collapses there (:attr:`collapse`). ``d_ff`` is a
+    is the eigenvalues of out^T P out / n, P = I - 11^T/n, after layer ``read`` (the last by default), times
+    n^collapse where the network collapses (:attr:`collapse`). ``d_ff`` is a
     ratio to n, or an integer size where the layer was given in sizes.
     """
 
@@ -135,15 +135,9 @@ class Network:
         return self.read_layer - 1 if post else 0
 
     @property
-    def _eigenvalues(self) -> str:
-        """The object's first words: the eigenvalues, times n^collapse where the network collapses (:attr:`collapse`)."""
-        return {0: "the eigenvalues", 1: "n times the eigenvalues"}.get(self.collapse,
-                                                                         f"n^{self.collapse} times the eigenvalues")
-
-    @property
     def spectral_object(self) -> str:
         """What the law is the law of, in words."""
-        return f"{self._eigenvalues.removeprefix('the ')} of out^T P out / n after layer {self.read_layer}, P = I - 11^T/n"
+        return f"{eigenvalues(self.collapse).removeprefix('the ')} of out^T P out / n after layer {self.read_layer}, P = I - 11^T/n"
 
     @property
     def statement(self) -> str:
@@ -167,7 +161,7 @@ class Network:
                       f"{'' if self.layer.size_n is not None else ' n'}")
         _, of, layer = self.layer.statement.partition(", of Y = ")  # its spectral object (R^T P R / n) is not this one's
         layer = f"alpha = {self.layer.residual}, Y = {layer}" if of else self.layer.statement
-        parts = [f"{self._eigenvalues} of out^T P out / n, P = I - 11^T/n, after layer {self.read_layer} of {self.layers} blocks, "
+        parts = [f"{eigenvalues(self.collapse)} of out^T P out / n, P = I - 11^T/n, after layer {self.read_layer} of {self.layers} blocks, "
                  f"each with its own weights: {block}", attention, norm, f"the attention of every layer: {layer}"]
         return "; ".join(part for part in parts if part)
 
@@ -231,6 +225,14 @@ class Network:
         return "; ".join(parts) + "; each layer: " + self.layer.summary()
 
 
+def eigenvalues(power: int, latex: bool = False) -> str:
+    """The object's first words: the eigenvalues, times n^power where a network collapses (:attr:`Network.collapse`)."""
+    if not power:
+        return "the eigenvalues"
+    scale = "n" if power == 1 else f"n^{{{power}}}" if latex else f"n^{power}"
+    return f"${scale}$ times the eigenvalues" if latex else f"{scale} times the eigenvalues"
+
+
 #: The blocks' normalisations as LaTeX (docs/extensions.md §8.7).
 NORMS_LATEX = {"layer": r"$N(x) = (x - \bar{x}) / \operatorname{RMS}(x - \bar{x})$ over each token's $d$ features",
                "rms": r"$N(x) = x / \operatorname{RMS}(x)$ over each token's $d$ features", "none": ""}
@@ -258,9 +260,7 @@ def network_statement_latex(network: Network) -> str:
     layer = statement_latex(network.layer)
     head, of, rest = layer.partition(", of $Y")
     layer = rf"$\alpha = {network.layer.residual}$, $Y" + rest if of else layer
-    eigenvalues = {0: "the eigenvalues", 1: "$n$ times the eigenvalues"}.get(
-        network.collapse, f"$n^{{{network.collapse}}}$ times the eigenvalues")
-    parts = [eigenvalues + r" of $\mathrm{out}^{T} P\, \mathrm{out} / n$, $P = I - \mathbf{1}\mathbf{1}^{T}/n$, after layer "
+    parts = [eigenvalues(network.collapse, latex=True) + r" of $\mathrm{out}^{T} P\, \mathrm{out} / n$, $P = I - \mathbf{1}\mathbf{1}^{T}/n$, after layer "
              f"{network.read_layer} of {network.layers} blocks, each with its own weights: {block}", attention,
              NORMS_LATEX[network.norm], f"the attention of every layer: {layer}"]
     return "; ".join(part for part in parts if part)
